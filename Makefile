@@ -1,0 +1,50 @@
+# The two commands (see README):
+#   make run   - set up .venv, then run the operator against the current cluster,
+#                or, with no cluster configured, the demo against the built-in API emulator
+#   make test  - set up .venv, then ruff, mypy --strict, import contracts and pytest
+# Both work on a fresh machine with only Python >= 3.11 installed.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test venv lint typecheck bench clean demo
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test,bench]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+run: $(STAMP)
+	@if [ -n "$$KUBERNETES_SERVICE_HOST" ] || [ -n "$$KUBECONFIG" ] || [ -f "$$HOME/.kube/config" ]; then \
+		echo "A cluster is configured: running the operator (Ctrl-C to stop)."; \
+		exec $(BIN)/endpointslice-operator run $(ARGS); \
+	else \
+		echo "No cluster configured: running the demo against the built-in API emulator."; \
+		exec $(BIN)/endpointslice-operator demo $(ARGS); \
+	fi
+
+demo: $(STAMP)
+	$(BIN)/endpointslice-operator demo $(ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy endpointslice_operator
+	$(BIN)/lint-imports
+
+test: lint typecheck
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m benchmarks --quick --json $(VENV)/benchmarks.json
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks $(ARGS)
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis build dist
