@@ -1,0 +1,1 @@
+"""The EndpointSlice reconciler: a pure library."""
