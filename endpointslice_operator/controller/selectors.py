@@ -1,0 +1,263 @@
+"""Kubernetes label selectors: a parser for the string syntax and a matcher.
+
+The ``<prefix>/selector`` annotation of a selectorless Service uses the same syntax as
+``kubectl get -l``: comma-separated requirements, each one of
+
+* ``key=value``, ``key==value``, ``key!=value`` (equality based);
+* ``key in (v1, v2)``, ``key notin (v1, v2)`` (set based);
+* ``key`` (the label exists) and ``!key`` (it does not).
+
+Keys and values are validated like apimachinery does (qualified names, label values), so a
+selector the API server would refuse is refused here too. ``spec.selector`` maps become
+equality-only selectors through :func:`from_match_labels`.
+
+Matching follows ``labels.Selector.Matches``: ``!=`` and ``notin`` also match when the key is
+absent; every requirement must hold.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+__all__ = [
+    "Operator",
+    "Requirement",
+    "Selector",
+    "SelectorError",
+    "from_match_labels",
+    "parse_selector",
+]
+
+_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
+_NAME_RE = re.compile(rf"^{_NAME}$")
+_DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_MAX_NAME = 63
+_MAX_PREFIX = 253
+
+
+class SelectorError(ValueError):
+    """The selector text (or one of its keys or values) is not valid."""
+
+
+class Operator(enum.Enum):
+    EQUALS = "="
+    NOT_EQUALS = "!="
+    IN = "in"
+    NOT_IN = "notin"
+    EXISTS = "exists"
+    DOES_NOT_EXIST = "!"
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One requirement of a selector; ``values`` is empty for the two existence operators."""
+
+    key: str
+    operator: Operator
+    values: frozenset[str] = frozenset()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        op = self.operator
+        if op is Operator.EXISTS:
+            return self.key in labels
+        if op is Operator.DOES_NOT_EXIST:
+            return self.key not in labels
+        if op in (Operator.EQUALS, Operator.IN):
+            value = labels.get(self.key)
+            return value is not None and value in self.values
+        value = labels.get(self.key)
+        return value is None or value not in self.values
+
+    def __str__(self) -> str:
+        op = self.operator
+        if op is Operator.EXISTS:
+            return self.key
+        if op is Operator.DOES_NOT_EXIST:
+            return f"!{self.key}"
+        if op in (Operator.EQUALS, Operator.NOT_EQUALS):
+            return f"{self.key}{op.value}{next(iter(self.values))}"
+        return f"{self.key} {op.value} ({','.join(sorted(self.values))})"
+
+
+@dataclass(frozen=True, slots=True)
+class Selector:
+    """A conjunction of requirements; the empty selector matches everything."""
+
+    requirements: tuple[Requirement, ...]
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(req.matches(labels) for req in self.requirements)
+
+    def anchors(self) -> Iterator[tuple[str, str | None]]:
+        """Index buckets that every matching label set hits at least one of.
+
+        Chooses one positive requirement (equality, ``in`` or existence) and yields
+        ``(key, value)`` pairs for it, or ``(key, None)`` for existence. Yields nothing when the
+        selector has no positive requirement, meaning "check this selector against every pod".
+        Equality is preferred over ``in`` (fewer buckets), existence comes last (widest).
+        """
+        best: Requirement | None = None
+        rank = {Operator.EQUALS: 0, Operator.IN: 1, Operator.EXISTS: 2}
+        for req in self.requirements:
+            if req.operator in rank and (best is None or rank[req.operator] < rank[best.operator]):
+                best = req
+        if best is None:
+            return
+        if best.operator is Operator.EXISTS:
+            yield (best.key, None)
+        else:
+            for value in sorted(best.values):
+                yield (best.key, value)
+
+    def __str__(self) -> str:
+        return ",".join(str(req) for req in self.requirements)
+
+
+def validate_key(key: str) -> None:
+    """Raise :class:`SelectorError` unless ``key`` is a valid (optionally prefixed) label key."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > _MAX_PREFIX or not _DNS_SUBDOMAIN_RE.match(prefix)):
+        raise SelectorError(f"invalid label key {key!r}: prefix must be a DNS subdomain")
+    if not name or len(name) > _MAX_NAME or not _NAME_RE.match(name):
+        raise SelectorError(
+            f"invalid label key {key!r}: name must be 63 characters or fewer, alphanumeric, "
+            "'-', '_' or '.', starting and ending with an alphanumeric character"
+        )
+
+
+def validate_value(value: str) -> None:
+    """Raise :class:`SelectorError` unless ``value`` is a valid label value (may be empty)."""
+    if value and (len(value) > _MAX_NAME or not _NAME_RE.match(value)):
+        raise SelectorError(
+            f"invalid label value {value!r}: must be 63 characters or fewer, alphanumeric, "
+            "'-', '_' or '.', starting and ending with an alphanumeric character"
+        )
+
+
+def from_match_labels(match_labels: Mapping[str, str]) -> Selector:
+    """An equality selector for a ``spec.selector`` map (sorted for a stable string form)."""
+    reqs = []
+    for key in sorted(match_labels):
+        value = match_labels[key]
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise SelectorError(f"selector entry {key!r}: {value!r} is not a string pair")
+        validate_key(key)
+        validate_value(value)
+        reqs.append(Requirement(key, Operator.EQUALS, frozenset((value,))))
+    return Selector(tuple(reqs))
+
+
+# Lexer: identifiers (keys and values), the operators, parentheses and commas.
+_TOKEN_RE = re.compile(
+    r"\s*(?:(?P<op>==|!=|=|!|\(|\)|,)|(?P<word>[^\s=!(),]+))",
+)
+
+
+def _tokens(text: str) -> list[str]:
+    tokens: list[str] = []
+    pos = 0
+    text = text.rstrip()
+    while pos < len(text):
+        match = _TOKEN_RE.match(text, pos)
+        if match is None or match.end() == pos:
+            raise SelectorError(f"unexpected character at position {pos} in {text!r}")
+        tokens.append(match.group("op") or match.group("word"))
+        pos = match.end()
+    return tokens
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = _tokens(text)
+        self.pos = 0
+
+    def peek(self) -> str | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def take(self) -> str:
+        token = self.peek()
+        if token is None:
+            raise SelectorError(f"unexpected end of selector {self.text!r}")
+        self.pos += 1
+        return token
+
+    def word(self, what: str) -> str:
+        token = self.take()
+        if token in {"=", "==", "!=", "!", "(", ")", ","}:
+            raise SelectorError(f"expected {what}, found {token!r} in {self.text!r}")
+        return token
+
+    def parse(self) -> Selector:
+        reqs: list[Requirement] = []
+        while True:
+            reqs.append(self.requirement())
+            token = self.peek()
+            if token is None:
+                break
+            if token != ",":
+                raise SelectorError(f"expected ',' but found {token!r} in {self.text!r}")
+            self.take()
+        # apimachinery sorts requirements by key; keeping that makes the string form canonical.
+        return Selector(tuple(sorted(reqs, key=lambda r: r.key)))
+
+    def requirement(self) -> Requirement:
+        if self.peek() == "!":
+            self.take()
+            key = self.word("a label key after '!'")
+            validate_key(key)
+            return Requirement(key, Operator.DOES_NOT_EXIST)
+        key = self.word("a label key")
+        validate_key(key)
+        token = self.peek()
+        if token is None or token == ",":
+            return Requirement(key, Operator.EXISTS)
+        self.take()
+        if token in {"=", "=="}:
+            return Requirement(key, Operator.EQUALS, frozenset((self.value(),)))
+        if token == "!=":
+            return Requirement(key, Operator.NOT_EQUALS, frozenset((self.value(),)))
+        if token in {"in", "notin"}:
+            values = self.value_set()
+            op = Operator.IN if token == "in" else Operator.NOT_IN
+            return Requirement(key, op, values)
+        raise SelectorError(f"unknown operator {token!r} after key {key!r} in {self.text!r}")
+
+    def value(self) -> str:
+        token = self.peek()
+        # "key=" selects an empty value, as apimachinery allows
+        value = "" if token is None or token == "," else self.word("a label value")
+        validate_value(value)
+        return value
+
+    def value_set(self) -> frozenset[str]:
+        if self.take() != "(":
+            raise SelectorError(f"expected '(' after a set operator in {self.text!r}")
+        if self.peek() == ")":
+            raise SelectorError(f"a set of values cannot be empty in {self.text!r}")
+        values: set[str] = set()
+        while True:
+            token = self.peek()
+            value = "" if token in {",", ")"} else self.word("a label value")
+            validate_value(value)
+            values.add(value)
+            token = self.take()
+            if token == ")":
+                break
+            if token != ",":
+                raise SelectorError(f"expected ',' or ')' but found {token!r} in {self.text!r}")
+        return frozenset(values)
+
+
+def parse_selector(text: str) -> Selector:
+    """Parse a label selector string.
+
+    The empty (or blank) string is refused: on an annotation it would select every pod in the
+    namespace, which is never what someone opting a selectorless Service in meant.
+    """
+    if not text.strip():
+        raise SelectorError("the selector is empty")
+    return _Parser(text).parse()
