@@ -1,0 +1,106 @@
+{{/*
+Names, labels and the few derived settings every template shares.
+*/}}
+
+{{- define "eso.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Fully qualified app name. A release named like the chart does not repeat the name.
+*/}}
+{{- define "eso.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "eso.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "eso.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "eso.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "eso.labels" -}}
+helm.sh/chart: {{ include "eso.chart" . }}
+{{ include "eso.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: controller
+app.kubernetes.io/part-of: endpointslice-operator
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{- define "eso.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "eso.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "eso.image" -}}
+{{- $tag := default .Chart.AppVersion .Values.image.tag }}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository $tag }}
+{{- end }}
+{{- end }}
+
+{{/*
+Leader election is forced on when more than one replica runs: two active operators would fight
+over the same EndpointSlices.
+*/}}
+{{- define "eso.leaderElection" -}}
+{{- if or .Values.leaderElection.enabled (gt (int .Values.replicaCount) 1) }}true{{- else }}false{{- end }}
+{{- end }}
+
+{{- define "eso.leaseNamespace" -}}
+{{- default .Release.Namespace .Values.leaderElection.leaseNamespace }}
+{{- end }}
+
+{{/*
+Namespaced mode: a non-empty `namespaces` list. RBAC is then granted with one Role per watched
+namespace instead of a ClusterRole.
+*/}}
+{{- define "eso.namespaced" -}}
+{{- if .Values.namespaces }}true{{- else }}false{{- end }}
+{{- end }}
+
+{{/*
+The namespaced rules: read what the reconciler reads, write only EndpointSlices and Events.
+Shared by the ClusterRole (cluster mode) and the per-namespace Roles (namespaced mode).
+*/}}
+{{- define "eso.rules" -}}
+- apiGroups: [""]
+  resources: ["services", "pods"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["discovery.k8s.io"]
+  resources: ["endpointslices"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end }}
+
+{{- define "eso.nodeRules" -}}
+- apiGroups: [""]
+  resources: ["nodes"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
