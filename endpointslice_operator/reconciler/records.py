@@ -1,0 +1,177 @@
+"""``PodRecord``: the compact, immutable projection of a Pod that the reconciler reads.
+
+The operator's pod index keeps these instead of whole Pod bodies. To stay small, label maps,
+container-port tables and repeated strings are interned (shared between the replicas of a
+Deployment), and every sequence is a tuple. Building a record never raises: malformed parts
+of a Pod are dropped and described in ``errors``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, NamedTuple
+
+from .ipaddr import canonical_ip
+
+__all__ = ["ContainerPort", "PodRecord", "as_pod_record", "pod_record"]
+
+ContainerPort = tuple[str, str, int]
+"""``(name, protocol, containerPort)``."""
+
+_EMPTY_LABELS: Mapping[str, str] = MappingProxyType({})
+_label_maps: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
+_port_tables: dict[tuple[ContainerPort, ...], tuple[ContainerPort, ...]] = {}
+_INTERN_LIMIT = 1 << 16
+
+
+class PodRecord(NamedTuple):
+    """Everything the reconciler and the pod→Service mapping read from a Pod."""
+
+    namespace: str
+    name: str
+    uid: str
+    labels: Mapping[str, str]
+    resource_version: str
+    phase: str
+    pod_ip: str
+    pod_ips: tuple[str, ...]
+    """``status.podIPs[*].ip`` as given (for change detection)."""
+    ipv4: tuple[str, ...]
+    """Canonical IPv4 addresses from ``status.podIPs`` (IPv4-mapped IPv6 included)."""
+    ipv6: tuple[str, ...]
+    ready: bool
+    ready_transition: str | None
+    """``lastTransitionTime`` of the Ready condition, as given."""
+    terminating: bool
+    node_name: str
+    hostname: str
+    subdomain: str
+    container_ports: tuple[ContainerPort, ...]
+    sidecar_ports: tuple[ContainerPort, ...]
+    """Ports of init containers with ``restartPolicy: Always``."""
+    errors: tuple[str, ...] = ()
+
+
+def _intern_str(value: Any) -> str:
+    return sys.intern(value) if isinstance(value, str) else ""
+
+
+def _intern_labels(raw: Any) -> Mapping[str, str]:
+    if not isinstance(raw, Mapping) or not raw:
+        return _EMPTY_LABELS
+    items = tuple(
+        sorted(
+            (sys.intern(k), sys.intern(v))
+            for k, v in raw.items()
+            if isinstance(k, str) and isinstance(v, str)
+        )
+    )
+    shared = _label_maps.get(items)
+    if shared is None:
+        if len(_label_maps) >= _INTERN_LIMIT:
+            _label_maps.clear()
+        shared = MappingProxyType(dict(items))
+        _label_maps[items] = shared
+    return shared
+
+
+def _ports_of(containers: Any, errors: list[str], *, sidecars: bool) -> tuple[ContainerPort, ...]:
+    if not isinstance(containers, list):
+        return ()
+    ports: list[ContainerPort] = []
+    for container in containers:
+        if not isinstance(container, Mapping):
+            continue
+        if sidecars and container.get("restartPolicy") != "Always":
+            continue
+        raw_ports = container.get("ports")
+        if not isinstance(raw_ports, list):
+            continue
+        for port in raw_ports:
+            if not isinstance(port, Mapping):
+                continue
+            number = port.get("containerPort")
+            if not isinstance(number, int) or isinstance(number, bool):
+                errors.append(f"container {container.get('name')!r}: bad containerPort {number!r}")
+                continue
+            protocol = port.get("protocol")
+            # The API server defaults the protocol to TCP; plain manifests may omit it.
+            ports.append((_intern_str(port.get("name")), _intern_str(protocol or "TCP"), number))
+    if not ports:
+        return ()
+    table = tuple(ports)
+    shared = _port_tables.get(table)
+    if shared is None:
+        if len(_port_tables) >= _INTERN_LIMIT:
+            _port_tables.clear()
+        _port_tables[table] = shared = table
+    return shared
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def pod_record(pod: Mapping[str, Any]) -> PodRecord:
+    """Project a Pod (JSON mapping, as the API returns it) onto a ``PodRecord``."""
+    errors: list[str] = []
+    metadata = _mapping(pod.get("metadata"))
+    spec = _mapping(pod.get("spec"))
+    status = _mapping(pod.get("status"))
+
+    raw_ips: list[str] = []
+    ipv4: list[str] = []
+    ipv6: list[str] = []
+    pod_ips = status.get("podIPs")
+    for entry in pod_ips if isinstance(pod_ips, list) else ():
+        ip = entry.get("ip") if isinstance(entry, Mapping) else None
+        if not isinstance(ip, str):
+            errors.append(f"bad podIPs entry {entry!r}")
+            continue
+        raw_ips.append(ip)
+        parsed = canonical_ip(ip)
+        if parsed is None:
+            errors.append(f"invalid pod IP {ip!r}")
+        elif parsed[1]:
+            ipv6.append(sys.intern(parsed[0]))
+        else:
+            ipv4.append(sys.intern(parsed[0]))
+
+    ready = False
+    ready_transition: str | None = None
+    conditions = status.get("conditions")
+    for condition in conditions if isinstance(conditions, list) else ():
+        if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+            ready = condition.get("status") == "True"
+            transition = condition.get("lastTransitionTime")
+            ready_transition = transition if isinstance(transition, str) else None
+            break
+
+    return PodRecord(
+        namespace=_intern_str(metadata.get("namespace")),
+        name=_intern_str(metadata.get("name")),
+        uid=_intern_str(metadata.get("uid")),
+        labels=_intern_labels(metadata.get("labels")),
+        resource_version=_intern_str(metadata.get("resourceVersion")),
+        phase=_intern_str(status.get("phase")),
+        pod_ip=_intern_str(status.get("podIP")),
+        pod_ips=tuple(raw_ips),
+        ipv4=tuple(ipv4),
+        ipv6=tuple(ipv6),
+        ready=ready,
+        ready_transition=ready_transition,
+        terminating=metadata.get("deletionTimestamp") is not None,
+        node_name=_intern_str(spec.get("nodeName")),
+        hostname=_intern_str(spec.get("hostname")),
+        subdomain=_intern_str(spec.get("subdomain")),
+        container_ports=_ports_of(spec.get("containers"), errors, sidecars=False),
+        sidecar_ports=_ports_of(spec.get("initContainers"), errors, sidecars=True),
+        errors=tuple(errors),
+    )
+
+
+def as_pod_record(pod: PodRecord | Mapping[str, Any]) -> PodRecord:
+    """Accept either form wherever the reconciler takes pods."""
+    return pod if isinstance(pod, PodRecord) else pod_record(pod)

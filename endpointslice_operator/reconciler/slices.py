@@ -1,0 +1,250 @@
+"""EndpointSlice objects: reading existing ones, building new ones, comparing placeholders.
+
+Existing slices are read into ``SliceView``s. Parsing a slice's endpoints is the expensive part
+of a steady-state sync, so a ``SliceParseCache`` keeps the parsed endpoints per slice UID and
+reuses them while the slice's ``resourceVersion`` is unchanged (the API server guarantees an
+object with the same UID and resourceVersion has the same content).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .endpoints import Endpoint, endpoint_from_dict
+from .ports import PortKey, ports_from_dicts, ports_to_dicts
+
+__all__ = [
+    "API_VERSION",
+    "KIND",
+    "Owner",
+    "SliceParseCache",
+    "SliceView",
+    "copy_for_update",
+    "generate_name_prefix",
+    "new_slice",
+    "placeholder_equal",
+]
+
+API_VERSION = "discovery.k8s.io/v1"
+KIND = "EndpointSlice"
+
+_DNS1123_LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-.")
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The object that owns the slices (a Service, or any object for generic use)."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    deleting: bool
+    annotations: Mapping[str, str]
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> Owner:
+        metadata = obj.get("metadata")
+        metadata = metadata if isinstance(metadata, Mapping) else {}
+        annotations = metadata.get("annotations")
+
+        def text(value: Any, default: str = "") -> str:
+            return value if isinstance(value, str) else default
+
+        return cls(
+            api_version=text(obj.get("apiVersion"), "v1"),
+            kind=text(obj.get("kind"), "Service"),
+            namespace=text(metadata.get("namespace")),
+            name=text(metadata.get("name")),
+            uid=text(metadata.get("uid")),
+            deleting=metadata.get("deletionTimestamp") is not None,
+            annotations=annotations if isinstance(annotations, Mapping) else {},
+        )
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def owner_reference(self) -> dict[str, Any]:
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "name": self.name,
+            "uid": self.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+    def owns(self, slice_: Mapping[str, Any]) -> bool:
+        """Upstream ``ownedBy``: some ownerReference names this owner's uid, kind and apiVersion."""
+        metadata = slice_.get("metadata")
+        refs = metadata.get("ownerReferences") if isinstance(metadata, Mapping) else None
+        if not isinstance(refs, list):
+            return False
+        for ref in refs:
+            if (
+                isinstance(ref, Mapping)
+                and ref.get("uid") == self.uid
+                and ref.get("kind") == self.kind
+                and ref.get("apiVersion") == self.api_version
+            ):
+                return True
+        return False
+
+
+def generate_name_prefix(name: str) -> str:
+    """``<name>-``, or the bare name if that is not a valid DNS-subdomain prefix."""
+    prefix = f"{name}-"
+    valid = (
+        0 < len(prefix) <= 253
+        and set(prefix) <= _DNS1123_LABEL_CHARS
+        and prefix[0].isalnum()
+        and all(part and part[0].isalnum() for part in prefix[:-1].split("."))
+    )
+    return prefix if valid else name
+
+
+@dataclass(slots=True)
+class SliceView:
+    """An existing slice, read once: the raw object plus what the planner needs."""
+
+    raw: Mapping[str, Any]
+    name: str
+    address_type: str
+    ports: PortKey
+    labels: Mapping[str, str] | None
+    endpoints: tuple[Endpoint, ...]
+
+
+_ParsedBody = tuple[PortKey, tuple[Endpoint, ...]]
+
+
+class SliceParseCache:
+    """Parsed ports and endpoints of existing slices, per UID, valid for one resourceVersion."""
+
+    def __init__(self, max_entries: int = 1 << 17) -> None:
+        self._entries: dict[str, tuple[str, _ParsedBody]] = {}
+        self._max_entries = max_entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def view(self, raw: Mapping[str, Any]) -> SliceView:
+        metadata = raw.get("metadata")
+        metadata = metadata if isinstance(metadata, Mapping) else {}
+        uid = metadata.get("uid")
+        version = metadata.get("resourceVersion")
+        body: _ParsedBody | None = None
+        if isinstance(uid, str) and isinstance(version, str) and uid and version:
+            entry = self._entries.get(uid)
+            if entry is not None and entry[0] == version:
+                body = entry[1]
+        if body is None:
+            raw_endpoints = raw.get("endpoints")
+            body = (
+                ports_from_dicts(raw.get("ports")),
+                tuple(
+                    endpoint_from_dict(e)
+                    for e in (raw_endpoints if isinstance(raw_endpoints, list) else ())
+                    if isinstance(e, Mapping)
+                ),
+            )
+            if isinstance(uid, str) and isinstance(version, str) and uid and version:
+                if len(self._entries) >= self._max_entries:
+                    del self._entries[next(iter(self._entries))]
+                self._entries[uid] = (version, body)
+        name = metadata.get("name")
+        address_type = raw.get("addressType")
+        labels = metadata.get("labels")
+        return SliceView(
+            raw=raw,
+            name=name if isinstance(name, str) else "",
+            address_type=address_type if isinstance(address_type, str) else "",
+            ports=body[0],
+            labels=labels if isinstance(labels, Mapping) else None,
+            endpoints=body[1],
+        )
+
+    def forget(self, uids: Iterable[str]) -> None:
+        for uid in uids:
+            self._entries.pop(uid, None)
+
+
+def new_slice(
+    owner: Owner,
+    address_type: str,
+    ports: PortKey,
+    labels: dict[str, str],
+    endpoints: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """Upstream ``newEndpointSlice``: generateName, namespace, controller ownerReference."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {
+            "generateName": generate_name_prefix(owner.name),
+            "namespace": owner.namespace,
+            "labels": labels,
+            "ownerReferences": [owner.owner_reference()],
+        },
+        "addressType": address_type,
+        "ports": ports_to_dicts(ports),
+        "endpoints": endpoints,
+    }
+
+
+def copy_for_update(
+    existing: Mapping[str, Any],
+    labels: dict[str, str],
+    endpoints: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """A fresh copy of an existing slice with new labels and endpoints.
+
+    Only the small parts are copied (metadata, ports); the endpoint list is given. The
+    ``managedFields`` are left out: the API server keeps them when an update omits them.
+    """
+    result = {k: v for k, v in existing.items() if k not in ("metadata", "endpoints", "ports")}
+    metadata_raw = existing.get("metadata")
+    metadata = {
+        k: copy.deepcopy(v)
+        for k, v in (metadata_raw.items() if isinstance(metadata_raw, Mapping) else ())
+        if k not in ("managedFields", "labels")
+    }
+    metadata["labels"] = labels
+    result["apiVersion"] = API_VERSION
+    result["kind"] = KIND
+    result["metadata"] = metadata
+    result["ports"] = copy.deepcopy(existing.get("ports") or [])
+    result["endpoints"] = endpoints
+    return result
+
+
+def _semantic_empty(value: Any) -> Any:
+    """Normalise for apimachinery semantic equality, where nil and empty are equal."""
+    if value is None or value == [] or value == {}:
+        return None
+    return value
+
+
+def placeholder_equal(existing: Mapping[str, Any], placeholder: Mapping[str, Any]) -> bool:
+    """Upstream ``placeholderSliceCompare``: of the metadata only namespace, labels and
+    ownerReferences count; everything else (addressType, ports, endpoints) must match, with
+    nil and empty lists/maps equal."""
+    em = existing.get("metadata") or {}
+    pm = placeholder.get("metadata") or {}
+    if (em.get("namespace") or "") != (pm.get("namespace") or ""):
+        return False
+    if (em.get("labels") or {}) != (pm.get("labels") or {}):
+        return False
+    if _semantic_empty(em.get("ownerReferences")) != _semantic_empty(pm.get("ownerReferences")):
+        return False
+    for field in set(existing) | set(placeholder):
+        if field in ("metadata", "apiVersion", "kind"):
+            continue
+        if _semantic_empty(existing.get(field)) != _semantic_empty(placeholder.get(field)):
+            return False
+    return True
