@@ -1,0 +1,168 @@
+"""Render the Helm chart offline and keep the generated copies in the repository in sync.
+
+``python -m scripts.render_manifests`` rewrites:
+
+* ``deploy/endpointslice-operator.yaml``: the chart rendered with its default values (release
+  ``endpointslice-operator`` in namespace ``endpointslice-operator``), for ``kubectl apply``;
+* ``chart/dashboards/endpointslice-operator.json``: a copy of the Grafana dashboard whose
+  source of truth is ``docs/dashboards/endpointslice-operator.json`` (Helm's ``.Files`` only
+  reads files inside the chart directory).
+
+``--check`` writes nothing and exits 1 when a generated file is out of date. Rendering uses
+Helm's own Go template engine through ``helm-python-sdk`` (libhelm bundled in the wheel), so
+no ``helm`` binary is needed. The tests in ``tests/ship/`` use the same functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import helm_python as helm
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CHART_DIR = ROOT / "chart"
+DEPLOY_MANIFEST = ROOT / "deploy" / "endpointslice-operator.yaml"
+DASHBOARD_SOURCE = ROOT / "docs" / "dashboards" / "endpointslice-operator.json"
+DASHBOARD_CHART_COPY = CHART_DIR / "dashboards" / "endpointslice-operator.json"
+
+RELEASE_NAME = "endpointslice-operator"
+RELEASE_NAMESPACE = "endpointslice-operator"
+
+# Helm's install order (pkg/release/util/kind_sorter.go), restricted to what a chart like ours
+# can render; kinds not listed go last. Plain `kubectl apply -f` then creates the
+# ServiceAccount and RBAC before the Deployment that uses them, as `helm install` would.
+_INSTALL_ORDER = (
+    "PriorityClass",
+    "Namespace",
+    "NetworkPolicy",
+    "ResourceQuota",
+    "LimitRange",
+    "PodDisruptionBudget",
+    "ServiceAccount",
+    "Secret",
+    "ConfigMap",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    "Service",
+    "DaemonSet",
+    "Pod",
+    "ReplicaSet",
+    "Deployment",
+    "StatefulSet",
+    "Job",
+    "CronJob",
+)
+
+HEADER = """\
+# endpointslice-operator: plain manifests, generated from chart/ with its default values by
+#   python -m scripts.render_manifests
+# Do not edit by hand (a test checks this file equals the render). Apply with:
+#   kubectl apply -f deploy/
+# (deploy/00-namespace.yaml creates the namespace first).
+"""
+
+
+def render_documents(
+    values: Mapping[str, Any] | None = None,
+    *,
+    name: str = RELEASE_NAME,
+    namespace: str = RELEASE_NAMESPACE,
+) -> list[tuple[str, str]]:
+    """Render the chart; return ``(template path, YAML text)`` per object in install order.
+
+    Empty documents (disabled templates) are dropped and ``NOTES.txt`` is left out.
+    """
+    with helm.Chart.load(CHART_DIR) as chart:
+        rendered = chart.render(
+            dict(values) if values is not None else None,
+            name=name,
+            namespace=namespace,
+            is_install=True,
+        )
+    documents: list[tuple[str, str]] = []
+    for template in sorted(rendered):
+        if template.endswith("NOTES.txt"):
+            continue
+        for chunk in rendered[template].split("\n---"):
+            text = chunk.strip("\n")
+            if text.startswith("---"):
+                text = text[3:].strip("\n")
+            if yaml.safe_load(text) is None:
+                continue
+            documents.append((template, text))
+    documents.sort(key=lambda item: _order(yaml.safe_load(item[1])["kind"]))
+    return documents
+
+
+def render_objects(
+    values: Mapping[str, Any] | None = None,
+    *,
+    name: str = RELEASE_NAME,
+    namespace: str = RELEASE_NAMESPACE,
+) -> list[dict[str, Any]]:
+    """The rendered objects, parsed, in install order."""
+    return [
+        yaml.safe_load(text) for _, text in render_documents(values, name=name, namespace=namespace)
+    ]
+
+
+def render_notes(values: Mapping[str, Any] | None = None) -> str:
+    """The rendered NOTES.txt."""
+    with helm.Chart.load(CHART_DIR) as chart:
+        rendered = chart.render(
+            dict(values) if values is not None else None,
+            name=RELEASE_NAME,
+            namespace=RELEASE_NAMESPACE,
+            is_install=True,
+        )
+    return next(text for path, text in rendered.items() if path.endswith("NOTES.txt"))
+
+
+def default_manifest() -> str:
+    """The text ``deploy/endpointslice-operator.yaml`` must have."""
+    parts = [f"# Source: {template}\n{text}\n" for template, text in render_documents()]
+    return HEADER + "---\n" + "---\n".join(parts)
+
+
+def _order(kind: str) -> int:
+    return _INSTALL_ORDER.index(kind) if kind in _INSTALL_ORDER else len(_INSTALL_ORDER)
+
+
+def _generated() -> dict[Path, str]:
+    return {
+        DEPLOY_MANIFEST: default_manifest(),
+        DASHBOARD_CHART_COPY: DASHBOARD_SOURCE.read_text(encoding="utf-8"),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only report stale files")
+    args = parser.parse_args(argv)
+    stale = [
+        path
+        for path, text in _generated().items()
+        if not path.exists() or path.read_text(encoding="utf-8") != text
+    ]
+    if args.check:
+        for path in stale:
+            print(f"out of date: {path.relative_to(ROOT)}", file=sys.stderr)
+        return 1 if stale else 0
+    for path, text in _generated().items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    for path in stale:
+        print(f"rewrote {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
