@@ -1,0 +1,589 @@
+"""The operator's settings: command-line flags, ``ENDPOINTSLICE_OPERATOR_*`` variables, defaults.
+
+:class:`Settings` is a frozen pydantic-settings model: ``Settings()`` reads the environment,
+``Settings(field=value)`` overrides it. The ``run`` command uses :func:`load_settings`, which
+parses the flags (flags override the environment, the environment overrides the defaults) and
+turns any invalid value into one :class:`SettingsError` line naming the setting, its flag and its
+environment variable, e.g.::
+
+    invalid setting max_endpoints_per_slice (--max-endpoints-per-slice /
+    ENDPOINTSLICE_OPERATOR_MAX_ENDPOINTS_PER_SLICE): must be between 1 and 1000, got 0
+
+:data:`SETTINGS_TABLE` lists every setting with its flag, variable, default and meaning; the
+``--help`` text and ``docs/configuration.md`` are made from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import textwrap
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+__all__ = [
+    "ENV_PREFIX",
+    "SERVICEACCOUNT_NAMESPACE_FILE",
+    "SETTINGS_TABLE",
+    "SettingSpec",
+    "Settings",
+    "SettingsError",
+    "build_parser",
+    "load_settings",
+    "parse_duration",
+    "settings_table_markdown",
+]
+
+ENV_PREFIX = "ENDPOINTSLICE_OPERATOR_"
+#: Where Kubernetes mounts the Pod's namespace for its service account.
+SERVICEACCOUNT_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+class SettingsError(ValueError):
+    """An invalid setting; ``str()`` is one line naming the setting, its flag and variable."""
+
+
+def parse_duration(value: object) -> float:
+    """Seconds from a number or a Go-style duration: ``1.5``, ``"500ms"``, ``"1m30s"``."""
+    if isinstance(value, bool):
+        raise ValueError(f"must be a duration such as 1s or 500ms, got {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    if not isinstance(value, str):
+        raise ValueError(f"must be a duration such as 1s or 500ms, got {value!r}")
+    text = value.strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    sign = -1.0 if text.startswith("-") else 1.0
+    body = text.lstrip("+-")
+    parts = list(_DURATION_PART.finditer(body))
+    if not body or not parts or "".join(p.group(0) for p in parts) != body:
+        raise ValueError(f"must be a duration such as 1s or 500ms, got {value!r}")
+    return sign * sum(float(p.group(1)) * _UNIT_SECONDS[p.group(2)] for p in parts)
+
+
+def _check_dns_label(value: str, what: str) -> str:
+    if len(value) > 63 or not _DNS_LABEL.match(value):
+        raise ValueError(
+            f"{what} must be a DNS label (at most 63 lower-case letters, digits and '-', "
+            f"starting and ending with a letter or digit), got {value!r}"
+        )
+    return value
+
+
+def _check_dns_subdomain(value: str) -> str:
+    if len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
+        raise ValueError(
+            "must be a DNS subdomain (lower-case letters, digits, '-' and '.', at most 253 "
+            f"characters, each part starting and ending with a letter or digit), got {value!r}"
+        )
+    return value
+
+
+def _between(low: float, high: float | None = None) -> Callable[[float], float]:
+    """A check of a number's range, with a uniform message."""
+
+    def check(value: float) -> float:
+        if high is None:
+            if value < low:
+                raise ValueError(f"must be at least {low:g}, got {value:g}")
+        elif not low <= value <= high:
+            raise ValueError(f"must be between {low:g} and {high:g}, got {value:g}")
+        return value
+
+    return check
+
+
+# When set, Settings(...) takes its values from its keyword arguments only (load_settings has
+# already merged the explicit environment mapping and the flags).
+_INIT_ONLY: ContextVar[bool] = ContextVar(
+    "endpointslice_operator_settings_init_only", default=False
+)
+
+
+class Settings(BaseSettings):
+    """Everything the operator can be told at start. Immutable."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        frozen=True,
+        extra="forbid",
+        case_sensitive=False,
+        validate_default=True,
+    )
+
+    kubeconfig: Path | None = None
+    managed_by: str = "endpointslice-operator.io"
+    annotation_prefix: str = "endpointslice-operator.io"
+    max_endpoints_per_slice: int = 100
+    batch_period: float = 0.0
+    workers: int = 5
+    qps: float = 10.0
+    burst: int = 100
+    namespaces: Annotated[tuple[str, ...], NoDecode] = ()
+    metrics_port: int = 8080
+    metrics_host: str = "0.0.0.0"
+    leader_election: bool = True
+    lease_name: str = "endpointslice-operator"
+    lease_namespace: str | None = None
+    log_format: Literal["text", "json"] = "text"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    topology_hints: bool = True
+    prefer_same_traffic_distribution: bool = True
+
+    # -- validation --------------------------------------------------------------------------
+
+    @field_validator("kubeconfig", mode="after")
+    @classmethod
+    def _kubeconfig_exists(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_file():
+            raise ValueError(f"no such file: {str(value)!r}")
+        return value
+
+    @field_validator("managed_by", mode="after")
+    @classmethod
+    def _managed_by_is_label_value(cls, value: str) -> str:
+        if not value or len(value) > 63 or not _LABEL_VALUE.match(value):
+            raise ValueError(
+                "must be a non-empty label value (at most 63 letters, digits, '-', '_' and "
+                f"'.', starting and ending with a letter or digit), got {value!r}"
+            )
+        return value
+
+    @field_validator("annotation_prefix", "lease_name", mode="after")
+    @classmethod
+    def _is_dns_subdomain(cls, value: str) -> str:
+        return _check_dns_subdomain(value)
+
+    @field_validator("lease_namespace", mode="after")
+    @classmethod
+    def _lease_namespace_is_label(cls, value: str | None) -> str | None:
+        return None if value is None else _check_dns_label(value, "the namespace")
+
+    @field_validator("max_endpoints_per_slice", mode="after")
+    @classmethod
+    def _max_endpoints_range(cls, value: int) -> int:
+        return int(_between(1, 1000)(value))
+
+    @field_validator("workers", mode="after")
+    @classmethod
+    def _workers_range(cls, value: int) -> int:
+        return int(_between(1, 50)(value))
+
+    @field_validator("burst", mode="after")
+    @classmethod
+    def _burst_range(cls, value: int) -> int:
+        return int(_between(1)(value))
+
+    @field_validator("metrics_port", mode="after")
+    @classmethod
+    def _port_range(cls, value: int) -> int:
+        return int(_between(0, 65535)(value))
+
+    @field_validator("qps", mode="after")
+    @classmethod
+    def _qps_positive(cls, value: float) -> float:
+        if not value > 0:
+            raise ValueError(f"must be greater than 0, got {value:g}")
+        return value
+
+    @field_validator("batch_period", mode="before")
+    @classmethod
+    def _parse_batch_period(cls, value: object) -> float:
+        seconds = parse_duration(value)
+        if seconds < 0:
+            raise ValueError(f"must not be negative, got {value!r}")
+        return seconds
+
+    @field_validator("namespaces", mode="before")
+    @classmethod
+    def _split_namespaces(cls, value: object) -> tuple[str, ...]:
+        if value is None:
+            return ()
+        items: list[str] = []
+        raw = [value] if isinstance(value, str) else list(value)  # type: ignore[call-overload]
+        for entry in raw:
+            if not isinstance(entry, str):
+                raise ValueError(f"must be namespace names, got {entry!r}")
+            items.extend(part.strip() for part in entry.split(",") if part.strip())
+        for name in items:
+            _check_dns_label(name, "each namespace")
+        return tuple(dict.fromkeys(items))
+
+    @field_validator("metrics_host", mode="after")
+    @classmethod
+    def _host_not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value.strip()
+
+    @field_validator("log_format", "log_level", mode="before")
+    @classmethod
+    def _lower_case(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # No .env files and no secrets directory: flags and the environment only.
+        if _INIT_ONLY.get():
+            return (init_settings,)
+        return (init_settings, env_settings)
+
+    # -- derived values ----------------------------------------------------------------------
+
+    @property
+    def enabled_annotation(self) -> str:
+        """The opt-in annotation, ``<prefix>/enabled``."""
+        return f"{self.annotation_prefix}/enabled"
+
+    @property
+    def selector_annotation(self) -> str:
+        """The pod-selector annotation for selectorless Services, ``<prefix>/selector``."""
+        return f"{self.annotation_prefix}/selector"
+
+    def resolved_lease_namespace(
+        self,
+        environ: Mapping[str, str] | None = None,
+        namespace_file: Path = SERVICEACCOUNT_NAMESPACE_FILE,
+    ) -> str:
+        """Where the Lease lives: the setting, else ``$POD_NAMESPACE``, else the namespace of the
+        Pod's service account (in a cluster), else ``default``."""
+        if self.lease_namespace:
+            return self.lease_namespace
+        env = os.environ if environ is None else environ
+        pod_namespace = env.get("POD_NAMESPACE", "").strip()
+        if pod_namespace:
+            return pod_namespace
+        try:
+            from_file = namespace_file.read_text(encoding="utf-8").strip()
+        except OSError:
+            from_file = ""
+        return from_file or "default"
+
+
+@dataclass(frozen=True, slots=True)
+class SettingSpec:
+    """One row of the settings table."""
+
+    field: str
+    flag: str
+    default: str
+    help: str
+    kind: Literal["value", "bool", "list"] = "value"
+    metavar: str | None = None
+
+    @property
+    def env(self) -> str:
+        return f"{ENV_PREFIX}{self.field.upper()}"
+
+    @property
+    def flags(self) -> str:
+        """The flag as written in docs (``--x`` / ``--no-x`` for booleans)."""
+        if self.kind == "bool":
+            return f"{self.flag} / --no-{self.flag[2:]}"
+        return self.flag
+
+
+SETTINGS_TABLE: tuple[SettingSpec, ...] = (
+    SettingSpec(
+        "kubeconfig",
+        "--kubeconfig",
+        "(none)",
+        "Path of a kubeconfig file. Without it: the in-cluster service account, else the "
+        "default kubeconfig (`$KUBECONFIG` or `~/.kube/config`).",
+        metavar="PATH",
+    ),
+    SettingSpec(
+        "managed_by",
+        "--managed-by",
+        "endpointslice-operator.io",
+        "This controller's name: the `endpointslice.kubernetes.io/managed-by` label of the "
+        "slices it manages, and the `service.kubernetes.io/endpoint-controller-name` label "
+        "value by which a Service opts in.",
+        metavar="NAME",
+    ),
+    SettingSpec(
+        "annotation_prefix",
+        "--annotation-prefix",
+        "endpointslice-operator.io",
+        "Prefix of the annotations `<prefix>/enabled` (opt-in) and `<prefix>/selector` (pod "
+        "selector of a selectorless Service).",
+        metavar="DOMAIN",
+    ),
+    SettingSpec(
+        "max_endpoints_per_slice",
+        "--max-endpoints-per-slice",
+        "100",
+        "Maximum number of endpoints in one EndpointSlice (1 to 1000).",
+        metavar="N",
+    ),
+    SettingSpec(
+        "batch_period",
+        "--batch-period",
+        "0",
+        "Delay of syncs triggered by Pod changes, so that changes within it coalesce into one "
+        "sync: seconds or a duration (`1.5`, `1s`, `500ms`).",
+        metavar="DURATION",
+    ),
+    SettingSpec(
+        "workers",
+        "--workers",
+        "5",
+        "Number of Services synced concurrently (1 to 50).",
+        metavar="N",
+    ),
+    SettingSpec(
+        "qps",
+        "--qps",
+        "10",
+        "Rate of the work queue's global token bucket for retries, in syncs per second.",
+        metavar="RATE",
+    ),
+    SettingSpec(
+        "burst",
+        "--burst",
+        "100",
+        "Burst of the work queue's global token bucket.",
+        metavar="N",
+    ),
+    SettingSpec(
+        "namespaces",
+        "--namespace",
+        "(all)",
+        "Namespace to watch; repeat the flag for several. The variable takes a "
+        "comma-separated list. Empty: all namespaces.",
+        kind="list",
+        metavar="NAME",
+    ),
+    SettingSpec(
+        "metrics_port",
+        "--metrics-port",
+        "8080",
+        "Port of the HTTP server for `/metrics`, `/healthz` and `/readyz` (0: any free port).",
+        metavar="PORT",
+    ),
+    SettingSpec(
+        "metrics_host",
+        "--metrics-host",
+        "0.0.0.0",
+        "Address the metrics and health endpoint listens on.",
+        metavar="HOST",
+    ),
+    SettingSpec(
+        "leader_election",
+        "--leader-election",
+        "true",
+        "Elect a leader through a coordination.k8s.io/v1 Lease so that several replicas can "
+        "run; only the leader writes.",
+        kind="bool",
+    ),
+    SettingSpec(
+        "lease_name",
+        "--lease-name",
+        "endpointslice-operator",
+        "Name of the leader-election Lease.",
+        metavar="NAME",
+    ),
+    SettingSpec(
+        "lease_namespace",
+        "--lease-namespace",
+        "(the operator's namespace)",
+        "Namespace of the leader-election Lease. Unset: `$POD_NAMESPACE`, else the namespace of "
+        "the Pod's service account, else `default`.",
+        metavar="NAME",
+    ),
+    SettingSpec(
+        "log_format",
+        "--log-format",
+        "text",
+        "Log format: `text`, or `json` (one JSON object per line).",
+        metavar="{text,json}",
+    ),
+    SettingSpec(
+        "log_level",
+        "--log-level",
+        "info",
+        "Log level: `debug`, `info`, `warning` or `error`.",
+        metavar="LEVEL",
+    ),
+    SettingSpec(
+        "topology_hints",
+        "--topology-hints",
+        "true",
+        "Add zone hints for Services annotated `service.kubernetes.io/topology-mode: Auto` "
+        "(upstream's topology cache); off: such Services get no hints.",
+        kind="bool",
+    ),
+    SettingSpec(
+        "prefer_same_traffic_distribution",
+        "--prefer-same-traffic-distribution",
+        "true",
+        "Honour the `PreferSameZone` and `PreferSameNode` values of `spec.trafficDistribution` "
+        "(upstream's PreferSameTrafficDistribution feature gate).",
+        kind="bool",
+    ),
+)
+
+_SPECS = {spec.field: spec for spec in SETTINGS_TABLE}
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    # Never split a long word (an environment variable name) across lines.
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_long_words=False) or [""]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse would print usage and exit(2)
+        raise SettingsError(f"{self.prog}: {message}")
+
+
+def build_parser(prog: str = "endpointslice-operator run") -> argparse.ArgumentParser:
+    """The argparse parser for the settings flags (values are validated by :class:`Settings`)."""
+    parser = _Parser(
+        prog=prog,
+        description="Keep EndpointSlices right for the Services that opt in. Every flag has an "
+        f"{ENV_PREFIX}* environment variable; flags win over variables.",
+        allow_abbrev=False,
+        formatter_class=_HelpFormatter,
+    )
+    for spec in SETTINGS_TABLE:
+        help_text = f"{spec.help.replace('`', '')} [env {spec.env}; default {spec.default}]"
+        if spec.kind == "bool":
+            parser.add_argument(
+                spec.flag,
+                dest=spec.field,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=help_text,
+            )
+        elif spec.kind == "list":
+            parser.add_argument(
+                spec.flag,
+                dest=spec.field,
+                action="append",
+                default=None,
+                metavar=spec.metavar,
+                help=help_text,
+            )
+        else:
+            parser.add_argument(
+                spec.flag, dest=spec.field, default=None, metavar=spec.metavar, help=help_text
+            )
+    return parser
+
+
+@contextmanager
+def _init_only() -> Iterator[None]:
+    token = _INIT_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _INIT_ONLY.reset(token)
+
+
+# pydantic error types -> how they read in our one-line message
+_PLAIN_MESSAGES = {
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "int_type": "must be a whole number",
+    "float_parsing": "must be a number",
+    "float_type": "must be a number",
+    "bool_parsing": "must be true or false",
+    "bool_type": "must be true or false",
+    "string_type": "must be a string",
+    "path_type": "must be a file path",
+}
+
+
+def _describe_error(exc: ValidationError) -> SettingsError:
+    error = exc.errors(include_url=False)[0]
+    loc = error.get("loc") or ("?",)
+    field = str(loc[0])
+    spec = _SPECS.get(field)
+    where = f"{spec.flags} / {spec.env}" if spec is not None else field
+    message = str(error.get("msg", "invalid value"))
+    kind = str(error.get("type", ""))
+    if message.startswith("Value error, "):
+        message = message[len("Value error, ") :]
+    elif kind in _PLAIN_MESSAGES:
+        message = f"{_PLAIN_MESSAGES[kind]}, got {error.get('input')!r}"
+    elif kind == "literal_error":
+        expected = str(error.get("ctx", {}).get("expected", ""))
+        message = f"must be one of {expected}, got {error.get('input')!r}"
+    elif "input" in error:
+        message = f"{message[:1].lower()}{message[1:]}, got {error['input']!r}"
+    return SettingsError(f"invalid setting {field} ({where}): {message}")
+
+
+def load_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Settings:
+    """Settings from flags (``argv``, without the program name) over ``environ`` over defaults.
+
+    ``environ`` defaults to ``os.environ``. Raises :class:`SettingsError` with one clear line.
+    ``--help`` prints the help and raises ``SystemExit(0)`` as argparse does.
+    """
+    env = os.environ if environ is None else environ
+    parsed = vars(build_parser().parse_args(list(argv)))
+    values: dict[str, Any] = {}
+    for spec in SETTINGS_TABLE:
+        from_env = env.get(spec.env)
+        if from_env is not None:
+            values[spec.field] = from_env
+        from_flag = parsed.get(spec.field)
+        if from_flag is not None:
+            values[spec.field] = from_flag
+    # An empty variable means "unset" for optional settings (e.g. a Helm value left blank).
+    for field in ("kubeconfig", "lease_namespace"):
+        if isinstance(values.get(field), str) and not values[field].strip():
+            del values[field]
+    try:
+        with _init_only():
+            return Settings(**values)
+    except ValidationError as exc:
+        raise _describe_error(exc) from None
+
+
+def settings_table_markdown() -> str:
+    """The settings as a Markdown table (flag, variable, default, meaning)."""
+    lines = [
+        "| Flag | Environment variable | Default | Meaning |",
+        "|---|---|---|---|",
+    ]
+    for spec in SETTINGS_TABLE:
+        flags = " / ".join(f"`{flag.strip()}`" for flag in spec.flags.split(" / "))
+        default = spec.default if spec.default.startswith("(") else f"`{spec.default}`"
+        lines.append(f"| {flags} | `{spec.env}` | {default} | {spec.help} |")
+    return "\n".join(lines) + "\n"
+
+
+# Keep the table and the model in step: every field has exactly one row.
+if set(_SPECS) != set(Settings.model_fields):  # pragma: no cover - a programming error
+    raise RuntimeError("SETTINGS_TABLE and Settings fields differ")
