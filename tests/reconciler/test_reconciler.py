@@ -625,3 +625,509 @@ def test_plan_service_matches_reconcile_helper() -> None:
     config = h.config.model_copy(update={"topology_hints": False})
     one_call = plan_service(svc, pods, [copy.deepcopy(NODE_1)], [], config, trigger_time=moment)
     assert one_call.creates == explicit.creates
+
+
+_FINALIZE_CASES = [
+    pytest.param(
+        False, True, False, True, True, True, id="Attempt create and update, nil deletion timestamp"
+    ),
+    pytest.param(
+        True, True, False, False, True, True, id="Attempt create and update, deletion timestamp set"
+    ),
+    pytest.param(
+        False,
+        True,
+        True,
+        False,
+        True,
+        True,
+        id="Attempt create, update, and delete, nil deletion timestamp, recycling in action",
+    ),
+    pytest.param(
+        True,
+        True,
+        True,
+        False,
+        True,
+        True,
+        id="Attempt create, update, and delete, deletion timestamp set, recycling in action",
+    ),
+    pytest.param(
+        True, False, True, False, True, False, id="Attempt update delete, deletion timestamp set"
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    (
+        "deleting",
+        "attempt_create",
+        "attempt_delete",
+        "expect_created",
+        "expect_updated",
+        "expect_deleted",
+    ),
+    _FINALIZE_CASES,
+)
+def test_reconciler_finalize_svc_deletion_timestamp(
+    deleting: bool,
+    attempt_create: bool,
+    attempt_delete: bool,
+    expect_created: bool,
+    expect_updated: bool,
+    expect_deleted: bool,
+) -> None:
+    from endpointslice_operator.reconciler.plan import Plan
+    from endpointslice_operator.reconciler.slices import SliceParseCache
+
+    svc, meta = new_service_and_endpoint_meta("foo", NS)
+    if deleting:
+        svc["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+
+    def named(name: str) -> Json:
+        return {
+            "metadata": {"name": name, "namespace": NS, "ownerReferences": [_owner(svc)]},
+            "addressType": meta.address_type,
+            "ports": copy.deepcopy(meta.ports),
+        }
+
+    h = Harness()
+    to_update = h.client.create(named("to-update"))
+    to_update["endpoints"] = [{"addresses": ["10.2.3.4"]}]
+    to_delete = h.client.create(named("to-delete"))
+    creates = [named("to-create")] if attempt_create else []
+    deletes = [SliceParseCache().view(to_delete)] if attempt_delete else []
+
+    plan = Plan(service_key=f"{NS}/foo")
+    h.reconciler._finalize(
+        plan, Owner.of(svc), "IPv4", creates, [copy.deepcopy(to_update)], deletes, "now"
+    )
+    h.apply(plan)
+    names = {s["metadata"]["name"]: s for s in h.client.list()}
+    assert ("to-create" in names) is expect_created
+    assert ("to-update" in names) is expect_updated
+    assert ("to-delete" in names) is expect_deleted
+    assert len(names["to-update"]["endpoints"]) == 1
+
+
+def _owner(service: Json) -> Json:
+    from .harness import owner_ref
+
+    return owner_ref(service)
+
+
+def _missing_node_cases() -> list[Any]:
+    both = "both"
+    return [
+        pytest.param(
+            False,
+            ["node-0"],
+            None,
+            {
+                "desired_endpoints": 1,
+                "added_per_sync": 1,
+                "num_created": 1,
+                "slices_changed_per_sync": 1,
+            },
+            True,
+            id="Create and publishNotReady false",
+        ),
+        pytest.param(
+            True,
+            ["node-0"],
+            None,
+            {
+                "desired_endpoints": 2,
+                "added_per_sync": 2,
+                "num_created": 1,
+                "slices_changed_per_sync": 1,
+            },
+            False,
+            id="Create and publishNotReady true",
+        ),
+        pytest.param(
+            False,
+            ["node-0"],
+            both,
+            {
+                "desired_endpoints": 1,
+                "added_per_sync": 0,
+                "removed_per_sync": 1,
+                "num_updated": 1,
+                "slices_changed_per_sync": 1,
+            },
+            True,
+            id="Update and publishNotReady false",
+        ),
+        pytest.param(
+            True,
+            [],
+            both,
+            {"desired_endpoints": 2, "added_per_sync": 0},
+            False,
+            id="Update and publishNotReady true and all nodes missing",
+        ),
+        pytest.param(
+            True,
+            ["node-0"],
+            both,
+            {"desired_endpoints": 2, "added_per_sync": 0},
+            False,
+            id="Update and publishNotReady true",
+        ),
+        pytest.param(
+            False,
+            [],
+            both,
+            {
+                "desired_endpoints": 0,
+                "added_per_sync": 0,
+                "removed_per_sync": 2,
+                "num_updated": 1,
+                "slices_changed_per_sync": 1,
+            },
+            True,
+            id="Update if publishNotReady false and no nodes are present",
+        ),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("publish_not_ready", "existing_nodes", "existing_slice", "metrics", "expect_error"),
+    _missing_node_cases(),
+)
+def test_reconciler_pod_missing_node(
+    publish_not_ready: bool,
+    existing_nodes: list[str],
+    existing_slice: str | None,
+    metrics: dict[str, int],
+    expect_error: bool,
+) -> None:
+    pods = [new_pod(0, NS, True, 1, False), new_pod(1, NS, True, 1, False)]
+    pods[0]["spec"]["nodeName"] = "node-0"
+    service, meta = new_service_and_endpoint_meta("foo", NS)
+    svc = copy.deepcopy(service)
+    svc["spec"]["publishNotReadyAddresses"] = publish_not_ready
+    h = Harness(nodes=[{"metadata": {"name": name}} for name in existing_nodes])
+    existing = []
+    if existing_slice is not None:
+        slice_ = new_empty_endpoint_slice(1, NS, meta, service)
+        slice_["endpoints"] = [pod_to_endpoint(pods[0], service), pod_to_endpoint(pods[1], service)]
+        h.create_existing([slice_])
+        existing = [slice_]
+    plan = h.reconcile(svc, pods, existing, expect_errors=True)
+    assert bool(plan.errors) is expect_error
+    if expect_error:
+        assert any("Node node-1 Not Found" in e for e in plan.errors)
+    assert len(h.client.list()) == 1
+    h.expect_metrics(desired_slices=1, actual_slices=1, **metrics)  # type: ignore[arg-type]
+
+
+def _zone_node(name: str, zone: str) -> Json:
+    return {
+        "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}},
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "allocatable": {"cpu": "100m"},
+        },
+    }
+
+
+def _topology_fixture() -> tuple[
+    Json, list[Json], list[Json], dict[str, Json], dict[str, list[Json]]
+]:
+    svc, meta = new_service_and_endpoint_meta("foo", "testing")
+    pods: list[Json] = []
+    nodes: list[Json] = []
+    for i, zone in enumerate(["zone-a", "zone-b", "zone-c"]):
+        for j in range(10):
+            node = _zone_node(f"node-{zone}-{j}", zone)
+            nodes.append(node)
+            pod = new_pod(i * 100 + j, "testing", True, 1, False)
+            pod["spec"]["nodeName"] = node["metadata"]["name"]
+            pods.append(pod)
+    zone_of = {
+        n["metadata"]["name"]: n["metadata"]["labels"]["topology.kubernetes.io/zone"] for n in nodes
+    }
+    slice_pods = {
+        "zone-a-b": [pods[7], pods[8], pods[16], pods[17], pods[18]],
+        "zone-a-c": [pods[5], pods[6], pods[25], pods[26]],
+        "zone-c": [pods[27], pods[28], pods[29]],
+    }
+    slices = {}
+    for name, members in slice_pods.items():
+        slices[name] = {
+            "metadata": {
+                "name": name,
+                "namespace": "testing",
+                "ownerReferences": [_owner(svc)],
+                "labels": {
+                    "endpointslice.kubernetes.io/managed-by": CONTROLLER_NAME,
+                    "kubernetes.io/service-name": "foo",
+                },
+            },
+            "addressType": meta.address_type,
+            "ports": copy.deepcopy(meta.ports),
+            "endpoints": [
+                pod_to_endpoint(p, svc, zone=zone_of[p["spec"]["nodeName"]]) for p in members
+            ],
+        }
+    return svc, pods, nodes, slices, slice_pods
+
+
+_TOPOLOGY_CASES = [
+    pytest.param(
+        False,
+        "auto",
+        ["zone-c"],
+        None,
+        0,
+        {"desired_endpoints": 3},
+        1,
+        id="no change, topologyCache disabled, annotation == auto",
+    ),
+    pytest.param(
+        True,
+        "auto",
+        ["zone-c"],
+        {"zone-a": 1, "zone-b": 1, "zone-c": 1},
+        2,
+        {"desired_endpoints": 3, "num_updated": 1, "slices_changed_per_sync_topology": 1},
+        1,
+        id="enabling topologyCache, hintsAnnotation == auto",
+    ),
+    pytest.param(
+        True,
+        "auto",
+        ["zone-a-c"],
+        None,
+        0,
+        {"desired_endpoints": 4},
+        1,
+        id="topology enabled,  hintsAnnotation==auto, ratio beyond threshold",
+    ),
+    pytest.param(
+        True,
+        "Auto",
+        ["zone-a-c", "zone-a-b"],
+        {"zone-a": 3, "zone-b": 3, "zone-c": 3},
+        1,
+        {"desired_endpoints": 9, "num_updated": 2, "slices_changed_per_sync_topology": 2},
+        2,
+        id="topology enabled, hintsAnnotation==Auto, more slices and endpoints",
+    ),
+    pytest.param(
+        True,
+        "disabled",
+        ["zone-a-c", "zone-a-b"],
+        None,
+        0,
+        {"desired_endpoints": 9},
+        2,
+        id="topology enabled, hintsAnnotation==disabled, more slices and endpoints",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    (
+        "cache_enabled",
+        "annotation",
+        "slice_names",
+        "expected_hints",
+        "cross_zone",
+        "metrics",
+        "actual_slices",
+    ),
+    _TOPOLOGY_CASES,
+)
+def test_reconcile_topology(
+    cache_enabled: bool,
+    annotation: str,
+    slice_names: list[str],
+    expected_hints: dict[str, int] | None,
+    cross_zone: int,
+    metrics: dict[str, int],
+    actual_slices: int,
+) -> None:
+    from endpointslice_operator.reconciler import TopologyCache
+
+    svc, _, nodes, slices, slice_pods = _topology_fixture()
+    existing = [slices[n] for n in slice_names]
+    pods = [p for n in slice_names for p in slice_pods[n]]
+    topology = None
+    if cache_enabled:
+        topology = TopologyCache()
+        topology.set_nodes(nodes)
+    h = Harness(nodes=nodes, topology=topology)
+    h.create_existing(existing)
+    service = copy.deepcopy(svc)
+    service["metadata"]["annotations"] = {"service.kubernetes.io/topology-aware-hints": annotation}
+    h.reconcile(service, pods, existing)
+    h.expect_metrics(
+        desired_slices=1,
+        actual_slices=actual_slices,
+        added_per_sync=0,
+        **metrics,  # type: ignore[arg-type]
+    )
+    fetched = h.client.list()
+    assert len(fetched) == actual_slices
+    endpoints = [ep for s in fetched for ep in s["endpoints"]]
+    if expected_hints is None:
+        assert not any((ep.get("hints") or {}).get("forZones") for ep in endpoints)
+        return
+    got: dict[str, int] = {}
+    crossing = 0
+    for ep in endpoints:
+        zones = ep["hints"]["forZones"]
+        assert len(zones) == 1
+        got[zones[0]["name"]] = got.get(zones[0]["name"], 0) + 1
+        crossing += ep["zone"] != zones[0]["name"]
+    assert got == expected_hints
+    assert crossing == cross_zone
+
+
+_TD_CASES = [
+    pytest.param(
+        False,
+        "PreferClose",
+        "Disabled",
+        {"zone-a": 1, "zone-b": 3, "zone-c": 2},
+        None,
+        0,
+        {"slices_changed_per_sync_traffic_dist": 1},
+        {"PreferClose": 1},
+        id="trafficDistribution=PreferClose, topologyAnnotation=Disabled",
+    ),
+    pytest.param(
+        False,
+        "PreferClose",
+        "Auto",
+        {"zone-a": 2, "zone-b": 2, "zone-c": 2},
+        None,
+        1,
+        {"slices_changed_per_sync_topology": 1},
+        None,
+        id="trafficDistribution=PreferClose, topologyAnnotation=Auto",
+    ),
+    pytest.param(
+        False,
+        None,
+        "",
+        {"": 6},
+        None,
+        0,
+        {"slices_changed_per_sync": 1},
+        None,
+        id="trafficDistribution=nil, topologyAnnotation=<empty>",
+    ),
+    pytest.param(
+        True,
+        "PreferSameNode",
+        "Disabled",
+        {"zone-a": 1, "zone-b": 3, "zone-c": 2},
+        {"node-0": 1, "node-1": 3, "node-2": 2},
+        0,
+        {"slices_changed_per_sync_traffic_dist": 1},
+        {"PreferSameNode": 1},
+        id="trafficDistribution=PreferSameNode, PSTD enabled",
+    ),
+    pytest.param(
+        False,
+        "PreferSameZone",
+        "Disabled",
+        {"": 6},
+        None,
+        0,
+        {"slices_changed_per_sync": 1},
+        None,
+        id="trafficDistribution=PreferSameZone, PSTD disabled",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    (
+        "prefer_same",
+        "traffic_distribution",
+        "annotation",
+        "by_zone",
+        "by_node",
+        "cross_zone",
+        "metrics",
+        "by_td",
+    ),
+    _TD_CASES,
+)
+def test_reconcile_traffic_distribution(
+    prefer_same: bool,
+    traffic_distribution: str | None,
+    annotation: str,
+    by_zone: dict[str, int],
+    by_node: dict[str, int] | None,
+    cross_zone: int,
+    metrics: dict[str, int],
+    by_td: dict[str, int] | None,
+) -> None:
+    from endpointslice_operator.reconciler import TopologyCache
+
+    nodes = [_zone_node(f"node-{i}", f"zone-{'abc'[i]}") for i in range(3)]
+    pods = [new_pod(i, "ns1", True, 1, False) for i in range(6)]
+    for pod, node in zip(pods, [0, 1, 1, 1, 2, 2], strict=True):
+        pod["spec"]["nodeName"] = f"node-{node}"
+    svc, _ = new_service_and_endpoint_meta("foo", "ns1")
+    svc["spec"]["trafficDistribution"] = traffic_distribution
+    svc["metadata"]["annotations"] = {"service.kubernetes.io/topology-aware-hints": annotation}
+    topology = TopologyCache()
+    topology.set_nodes(nodes)
+    h = Harness(
+        nodes=nodes,
+        topology=topology,
+        config_overrides={"prefer_same_traffic_distribution": prefer_same},
+    )
+    h.reconcile(svc, pods, [])
+    got_zone: dict[str, int] = {}
+    got_node: dict[str, int] = {}
+    crossing = 0
+    for slice_ in h.client.list():
+        for ep in slice_["endpoints"]:
+            hints = ep.get("hints") or {}
+            zones = hints.get("forZones") or []
+            zone_hint = zones[0]["name"] if len(zones) == 1 else ""
+            got_zone[zone_hint] = got_zone.get(zone_hint, 0) + 1
+            if zone_hint and ep["zone"] != zone_hint:
+                crossing += 1
+            for node in hints.get("forNodes") or []:
+                got_node[node["name"]] = got_node.get(node["name"], 0) + 1
+    assert got_zone == by_zone
+    assert crossing == cross_zone
+    if by_node is not None:
+        assert got_node == by_node
+    h.expect_metrics(
+        desired_slices=1,
+        actual_slices=1,
+        desired_endpoints=6,
+        added_per_sync=6,
+        num_created=1,
+        services_count_by_traffic_distribution=by_td,
+        **metrics,  # type: ignore[arg-type]
+    )
+
+
+def test_reconcile_headless_service_no_ports() -> None:
+    svc: Json = {
+        "metadata": {"name": "headless-no-ports", "namespace": NS, "uid": "test-uid"},
+        "spec": {"clusterIP": "None", "selector": {"foo": "bar"}, "ipFamilies": ["IPv4"]},
+    }
+    pod = new_pod(1, NS, True, 1, False)
+    h = Harness()
+    h.reconcile(svc, [pod], [])
+    assert verbs(h.client.actions) == ["create"]
+    existing = []
+    for slice_ in h.client.list():
+        slice_["ports"] = None
+        existing.append(slice_)
+    assert len(existing) == 1
+    plan = h.reconcile(svc, [pod], existing)
+    assert plan.is_empty
+    assert verbs(h.client.actions) == ["create"]
