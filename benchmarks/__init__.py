@@ -1,0 +1,1 @@
+"""Benchmarks of endpointslice-operator: ``python -m benchmarks [--quick|--full] --json FILE``."""

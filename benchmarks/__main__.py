@@ -1,0 +1,92 @@
+"""``python -m benchmarks [--quick|--full] [--json FILE] [--only AREA ...]``.
+
+Prints a table of figures and optionally writes
+``{"figures": [{"name", "value", "unit", "baseline", "ratio"}]}``.
+
+Adding figures: create ``benchmarks/figures/<area>.py`` with a function
+``collect(mode: str) -> list[Figure]`` (``mode`` is ``"quick"`` or ``"full"``; quick must stay
+well under a minute per area), import ``Figure`` and, for timings, ``best_of`` from
+``benchmarks.figure``, and add ``"<area>"`` to ``AREAS`` below. Give every figure a baseline
+measured in the same run whenever there is a meaningful floor to compare with; figures are
+reported, never asserted as timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+from .figure import Figure
+
+AREAS: list[str] = ["planner"]
+"""Modules under ``benchmarks.figures``, run in this order."""
+
+
+def _format(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
+
+
+def _table(figures: list[Figure]) -> str:
+    rows = [("figure", "value", "unit", "baseline", "ratio")]
+    rows += [
+        (f.name, _format(f.value), f.unit, _format(f.baseline), _format(f.ratio)) for f in figures
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = []
+    for index, row in enumerate(rows):
+        cells = [row[0].ljust(widths[0])] + [
+            c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)
+        ]
+        lines.append("  ".join(cells))
+        if index == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__.splitlines()[0]
+    )
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument(
+        "--quick", dest="mode", action="store_const", const="quick", help="CI scale (default)"
+    )
+    size.add_argument(
+        "--full", dest="mode", action="store_const", const="full", help="the whole envelope"
+    )
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON")
+    parser.add_argument(
+        "--only", nargs="+", choices=AREAS, metavar="AREA", help="run only these areas"
+    )
+    args = parser.parse_args(argv)
+    mode = args.mode or "quick"
+
+    figures: list[Figure] = []
+    started = time.perf_counter()
+    for area in args.only or AREAS:
+        module = importlib.import_module(f"benchmarks.figures.{area}")
+        figures.extend(module.collect(mode))
+    elapsed = time.perf_counter() - started
+
+    print(
+        f"benchmarks ({mode}) on {platform.python_implementation()} {platform.python_version()}, "
+        f"{platform.machine()}, {elapsed:.1f} s"
+    )
+    print(_table(figures))
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(
+            json.dumps({"figures": [f.to_json() for f in figures]}, indent=2) + "\n"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Benchmark areas: each module exposes ``collect(mode: str) -> list[Figure]``."""

@@ -1,0 +1,173 @@
+"""Planner figures: a 10,000-pod Service planned cold, at steady state, and after one flip.
+
+The baseline of each figure is the floor any planner pays: building the plain endpoint dicts
+for the same pods (from the same ``PodRecord``s the operator caches), timed in the same run.
+The planner is timed as the operator calls it: ``desired_from_service_pods`` plus
+``Reconciler.plan`` with a long-lived ``Reconciler`` (whose parse cache is warm at steady state).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from endpointslice_operator.reconciler import (
+    Plan,
+    PodRecord,
+    Reconciler,
+    ReconcilerConfig,
+    desired_from_service_pods,
+    pod_record,
+)
+
+from ..figure import Figure, best_of
+
+PODS = 10_000
+NODES = 300
+ZONES = ("zone-a", "zone-b", "zone-c")
+NAMESPACE = "bench"
+
+
+def _service() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": "web",
+            "namespace": NAMESPACE,
+            "uid": "svc-uid",
+            "labels": {"app": "web"},
+        },
+        "spec": {
+            "clusterIP": "10.96.0.10",
+            "ipFamilies": ["IPv4"],
+            "selector": {"app": "web"},
+            "ports": [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}],
+        },
+    }
+
+
+def _node(i: int) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": f"node-{i}",
+            "labels": {"topology.kubernetes.io/zone": ZONES[i % len(ZONES)]},
+        },
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "allocatable": {"cpu": "4"},
+        },
+    }
+
+
+def _pod(i: int, *, ready: bool = True) -> dict[str, Any]:
+    ip = f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}"
+    return {
+        "metadata": {
+            "namespace": NAMESPACE,
+            "name": f"web-{i:05d}",
+            "uid": f"pod-uid-{i:05d}",
+            "labels": {"app": "web", "pod-template-hash": "5d8f7c"},
+            "resourceVersion": str(1000 + i),
+        },
+        "spec": {
+            "nodeName": f"node-{i % NODES}",
+            "containers": [
+                {
+                    "name": "web",
+                    "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+                }
+            ],
+        },
+        "status": {
+            "phase": "Running",
+            "podIP": ip,
+            "podIPs": [{"ip": ip}],
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True" if ready else "False",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }
+            ],
+        },
+    }
+
+
+def plain_endpoints(records: list[PodRecord], zones: dict[str, str]) -> list[dict[str, Any]]:
+    """The floor: one plain endpoint dict per pod, nothing else."""
+    return [
+        {
+            "addresses": list(r.ipv4),
+            "conditions": {
+                "ready": r.ready and not r.terminating,
+                "serving": r.ready,
+                "terminating": r.terminating,
+            },
+            "targetRef": {"kind": "Pod", "namespace": r.namespace, "name": r.name, "uid": r.uid},
+            "nodeName": r.node_name,
+            "zone": zones[r.node_name],
+        }
+        for r in records
+    ]
+
+
+def _apply(plan: Plan, existing: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the API server would hold after the plan (names, uids, versions assigned)."""
+    by_name = {s["metadata"]["name"]: s for s in existing}
+    for number, created in enumerate(plan.creates):
+        obj = dict(created)
+        meta = dict(obj["metadata"])
+        meta["name"] = f"{meta.pop('generateName')}{number:05d}"
+        meta["uid"] = f"slice-uid-{number}"
+        meta["resourceVersion"] = "1"
+        obj["metadata"] = meta
+        by_name[meta["name"]] = obj
+    for updated in plan.updates:
+        obj = dict(updated)
+        meta = dict(obj["metadata"])
+        meta["resourceVersion"] = str(int(meta.get("resourceVersion") or "1") + 1)
+        obj["metadata"] = meta
+        by_name[meta["name"]] = obj
+    for deleted in plan.deletes:
+        by_name.pop(deleted["metadata"]["name"], None)
+    return list(by_name.values())
+
+
+def collect(mode: str) -> list[Figure]:
+    runs = {"quick": 5, "full": 15}.get(mode, 5)
+    service = _service()
+    nodes = [_node(i) for i in range(NODES)]
+    zones = {
+        n["metadata"]["name"]: n["metadata"]["labels"]["topology.kubernetes.io/zone"] for n in nodes
+    }
+    records = [pod_record(_pod(i)) for i in range(PODS)]
+    config = ReconcilerConfig(controller_name="endpointslice-operator.example.io")
+    reconciler = Reconciler(config)
+
+    def plan(pods: list[PodRecord], existing: list[dict[str, Any]], fresh: bool = False) -> Plan:
+        planner = Reconciler(config) if fresh else reconciler
+        desired = desired_from_service_pods(service, pods, nodes)
+        return planner.plan(service, desired, existing)
+
+    floor = best_of(runs, lambda: plain_endpoints(records, zones))
+
+    created = plan(records, [], fresh=True)
+    assert len(created.creates) == PODS // config.max_endpoints_per_slice
+    create_time = best_of(runs, lambda: plan(records, [], fresh=True))
+
+    existing = _apply(created, [])
+    assert plan(records, existing).is_empty
+    noop_time = best_of(runs, lambda: plan(records, existing))
+
+    flipped = list(records)
+    flipped[PODS // 2] = pod_record(_pod(PODS // 2, ready=False))
+    one_flip = plan(flipped, existing)
+    assert one_flip.write_count == 1 and len(one_flip.updates) == 1
+    flip_time = best_of(runs, lambda: plan(flipped, existing))
+
+    ms = 1000.0
+    return [
+        Figure("plan_create_10k", create_time * ms, "ms", floor * ms),
+        Figure("plan_noop_10k", noop_time * ms, "ms", floor * ms),
+        Figure("plan_one_flip_10k", flip_time * ms, "ms", floor * ms),
+    ]
