@@ -136,31 +136,37 @@ def _order(kind: str) -> int:
     return _INSTALL_ORDER.index(kind) if kind in _INSTALL_ORDER else len(_INSTALL_ORDER)
 
 
-def _generated() -> dict[Path, str]:
+def generated_files() -> dict[Path, str]:
+    """Path relative to the repository root -> the text that file must have."""
     return {
-        DEPLOY_MANIFEST: default_manifest(),
-        DASHBOARD_CHART_COPY: DASHBOARD_SOURCE.read_text(encoding="utf-8"),
+        DEPLOY_MANIFEST.relative_to(ROOT): default_manifest(),
+        DASHBOARD_CHART_COPY.relative_to(ROOT): DASHBOARD_SOURCE.read_text(encoding="utf-8"),
     }
+
+
+def stale_files(root: Path = ROOT) -> list[Path]:
+    """The generated files under ``root`` that are missing or differ from a fresh render."""
+    return [
+        path
+        for path, text in generated_files().items()
+        if not (root / path).is_file() or (root / path).read_text(encoding="utf-8") != text
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only report stale files")
     args = parser.parse_args(argv)
-    stale = [
-        path
-        for path, text in _generated().items()
-        if not path.exists() or path.read_text(encoding="utf-8") != text
-    ]
+    stale = stale_files()
     if args.check:
         for path in stale:
-            print(f"out of date: {path.relative_to(ROOT)}", file=sys.stderr)
+            print(f"out of date: {path}", file=sys.stderr)
         return 1 if stale else 0
-    for path, text in _generated().items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    for path, text in generated_files().items():
+        (ROOT / path).parent.mkdir(parents=True, exist_ok=True)
+        (ROOT / path).write_text(text, encoding="utf-8")
     for path in stale:
-        print(f"rewrote {path.relative_to(ROOT)}")
+        print(f"rewrote {path}")
     return 0
 
 

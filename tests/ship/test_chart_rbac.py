@@ -1,0 +1,116 @@
+"""RBAC is least privilege: no wildcards, nothing on secrets, writes only where needed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.ship.conftest import rendered
+from tests.ship.values import of_kind, rules
+
+READ = {"get", "list", "watch"}
+
+#: (apiGroup, resource) -> the verbs the operator may use on it; nothing else is granted.
+ALLOWED: dict[tuple[str, str], set[str]] = {
+    ("", "services"): READ,
+    ("", "pods"): READ,
+    ("", "nodes"): READ,
+    ("discovery.k8s.io", "endpointslices"): READ | {"create", "update", "patch", "delete"},
+    ("", "events"): {"create", "patch"},
+    ("events.k8s.io", "events"): {"create", "patch"},
+    ("coordination.k8s.io", "leases"): {"get", "create", "update"},
+}
+WRITES = {
+    "create",
+    "update",
+    "patch",
+    "delete",
+    "deletecollection",
+    "escalate",
+    "bind",
+    "impersonate",
+}
+
+
+def _grants(objects: list[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
+    granted: dict[tuple[str, str], set[str]] = {}
+    for _, rule in rules(objects):
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                granted.setdefault((group, resource), set()).update(rule["verbs"])
+    return granted
+
+
+def test_no_wildcards_and_no_non_resource_urls(objects: list[dict[str, Any]]) -> None:
+    for role, rule in rules(objects):
+        name = role["metadata"]["name"]
+        for field in ("apiGroups", "resources", "verbs", "resourceNames"):
+            assert "*" not in rule.get(field, []), f"{name}: wildcard in {field}"
+            assert not any("*" in item for item in rule.get(field, [])), name
+        assert "nonResourceURLs" not in rule, name
+        assert not any("/" in resource for resource in rule["resources"]), (
+            f"{name}: subresource grant {rule['resources']}"
+        )
+
+
+def test_nothing_on_secrets(objects: list[dict[str, Any]]) -> None:
+    for _, rule in rules(objects):
+        assert "secrets" not in rule["resources"]
+        assert "serviceaccounts" not in rule["resources"]
+
+
+def test_only_the_expected_grants(objects: list[dict[str, Any]]) -> None:
+    for key, verbs in _grants(objects).items():
+        assert key in ALLOWED, f"unexpected grant on {key}"
+        assert verbs <= ALLOWED[key], f"{key}: {verbs - ALLOWED[key]} not allowed"
+
+
+def test_writes_only_endpointslices_events_and_leases(objects: list[dict[str, Any]]) -> None:
+    written = {resource for (_, resource), verbs in _grants(objects).items() if verbs & WRITES}
+    assert written <= {"endpointslices", "events", "leases"}
+
+
+def test_everything_the_operator_needs_is_granted() -> None:
+    for value_set in ("defaults", "namespaced", "replicas-2"):
+        granted = _grants(rendered(value_set))
+        assert granted == ALLOWED, value_set
+    without_leases = {k: v for k, v in ALLOWED.items() if k[1] != "leases"}
+    assert _grants(rendered("single-no-leader-election")) == without_leases
+
+
+def test_leases_are_limited_to_our_lease_in_one_namespace() -> None:
+    objects = rendered("defaults")
+    lease_rules = [(role, rule) for role, rule in rules(objects) if "leases" in rule["resources"]]
+    assert {role["kind"] for role, _ in lease_rules} == {"Role"}
+    assert {role["metadata"]["namespace"] for role, _ in lease_rules} == {"operators"}
+    for _, rule in lease_rules:
+        if rule["verbs"] != ["create"]:  # creation cannot be limited by name
+            assert rule["resourceNames"] == ["endpointslice-operator"]
+
+
+def test_cluster_wide_writes_only_in_cluster_mode() -> None:
+    for value_set in ("defaults", "namespaced"):
+        cluster_rules = [
+            rule for role, rule in rules(rendered(value_set)) if role["kind"] == "ClusterRole"
+        ]
+        cluster_writes = {v for rule in cluster_rules for v in rule["verbs"]} & WRITES
+        assert bool(cluster_writes) == (value_set == "defaults")
+
+
+def test_bindings_reference_rendered_roles_and_our_service_account(
+    objects: list[dict[str, Any]],
+) -> None:
+    roles = {
+        (r["kind"], r["metadata"].get("namespace"), r["metadata"]["name"])
+        for r in objects
+        if r["kind"] in {"Role", "ClusterRole"}
+    }
+    account = of_kind(objects, "ServiceAccount")[0]["metadata"]
+    bindings = of_kind(objects, "RoleBinding") + of_kind(objects, "ClusterRoleBinding")
+    assert bindings
+    for binding in bindings:
+        ref = binding["roleRef"]
+        namespace = binding["metadata"].get("namespace") if ref["kind"] == "Role" else None
+        assert (ref["kind"], namespace, ref["name"]) in roles
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}
+        ]

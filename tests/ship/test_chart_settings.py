@@ -1,0 +1,119 @@
+"""Every operator setting is a Helm value, and what the chart renders is what the operator reads.
+
+The Deployment's environment, rendered from the values, is fed to the operator's own
+``load_settings``: the resulting :class:`Settings` must hold the values given to Helm.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from endpointslice_operator.settings import ENV_PREFIX, SETTINGS_TABLE, Settings, load_settings
+from scripts.render_manifests import render_objects
+from tests.ship.conftest import rendered
+from tests.ship.values import env_of
+
+#: Settings field -> Helm value path (the README's configuration table lists the same).
+HELM_VALUES: dict[str, str] = {
+    "kubeconfig": "kubeconfig",
+    "managed_by": "managedBy",
+    "annotation_prefix": "annotationPrefix",
+    "max_endpoints_per_slice": "maxEndpointsPerSlice",
+    "batch_period": "batchPeriod",
+    "workers": "workers",
+    "qps": "qps",
+    "burst": "burst",
+    "namespaces": "namespaces",
+    "metrics_port": "metrics.port",
+    "metrics_host": "metrics.host",
+    "leader_election": "leaderElection.enabled",
+    "lease_name": "leaderElection.leaseName",
+    "lease_namespace": "leaderElection.leaseNamespace",
+    "log_format": "logFormat",
+    "log_level": "logLevel",
+    "topology_hints": "topologyHints",
+    "prefer_same_traffic_distribution": "preferSameTrafficDistribution",
+}
+
+
+def _nested(path: str, value: Any) -> dict[str, Any]:
+    head, _, rest = path.partition(".")
+    return {head: _nested(rest, value) if rest else value}
+
+
+def _merge(into: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+    return into
+
+
+def test_every_setting_has_a_helm_value() -> None:
+    assert set(HELM_VALUES) == {spec.field for spec in SETTINGS_TABLE}
+
+
+def test_the_deployment_sets_exactly_the_settings_variables() -> None:
+    env = env_of(rendered("everything"))
+    ours = {name for name in env if name.startswith(ENV_PREFIX)}
+    assert ours == {spec.env for spec in SETTINGS_TABLE}
+
+
+def test_defaults_render_the_operator_defaults() -> None:
+    env = env_of(rendered("defaults"))
+    settings = load_settings([], environ=env | {"POD_NAMESPACE": "operators"})
+    defaults = Settings.model_construct()
+    for spec in SETTINGS_TABLE:
+        if spec.field == "lease_namespace":
+            # The chart pins the Lease to the release namespace, which is where the operator
+            # would look anyway ($POD_NAMESPACE).
+            assert settings.lease_namespace == "operators"
+        else:
+            assert getattr(settings, spec.field) == getattr(defaults, spec.field), spec.field
+
+
+def test_non_default_values_reach_the_operator(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n", encoding="utf-8")
+    given: dict[str, Any] = {
+        "kubeconfig": str(kubeconfig),
+        "managed_by": "esop.example.com",
+        "annotation_prefix": "esop.example.com",
+        "max_endpoints_per_slice": 500,
+        "batch_period": "1500ms",
+        "workers": 10,
+        "qps": 20.5,
+        "burst": 200,
+        "namespaces": ["team-a", "team-b"],
+        "metrics_port": 9090,
+        "metrics_host": "::",
+        "leader_election": False,
+        "lease_name": "esop",
+        "lease_namespace": "kube-system",
+        "log_format": "json",
+        "log_level": "debug",
+        "topology_hints": False,
+        "prefer_same_traffic_distribution": False,
+    }
+    assert set(given) == set(HELM_VALUES)
+    values: dict[str, Any] = {}
+    for field, value in given.items():
+        _merge(values, _nested(HELM_VALUES[field], value))
+    settings = load_settings([], environ=env_of(render_objects(values)))
+    expected = given | {
+        "kubeconfig": kubeconfig,
+        "batch_period": 1.5,
+        "namespaces": ("team-a", "team-b"),
+    }
+    for field, value in expected.items():
+        assert getattr(settings, field) == value, field
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_rendered_environment_is_valid_for_the_operator(replicas: int) -> None:
+    env = env_of(render_objects({"replicaCount": replicas}))
+    assert load_settings([], environ=env).leader_election is True
