@@ -1,0 +1,145 @@
+"""core/v1 Events on Services, aggregated like client-go's recorder.
+
+The first occurrence of (object, type, reason, message) creates an Event; repeats PATCH that
+Event's ``count`` and ``lastTimestamp`` instead of creating new ones, so a retry loop that fails
+the same way every time leaves one Event with a growing count. The cache of recent Events is a
+bounded LRU. Recording never raises: a failed Event write is logged and forgotten, as in
+client-go, because Events are best effort and must not fail a sync.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from kubernetes_asyncio.client import ApiClient, CoreV1Api
+
+from endpointslice_operator.controller.writer import ApiError, raise_for_status
+
+__all__ = ["EVENT_SOURCE_COMPONENT", "NORMAL", "WARNING", "EventRecorder"]
+
+log = logging.getLogger(__name__)
+
+EVENT_SOURCE_COMPONENT = "endpoint-slice-controller"
+"""Upstream's event source component; kept so tooling that filters on it keeps working."""
+
+NORMAL = "Normal"
+WARNING = "Warning"
+
+_CacheKey = tuple[str, str, str, str, str, str]
+
+
+@dataclass(slots=True)
+class _Seen:
+    name: str
+    count: int
+    first: str
+
+
+def _timestamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class EventRecorder:
+    """Records Events about Services through the core/v1 API."""
+
+    def __init__(
+        self,
+        api_client: ApiClient,
+        *,
+        component: str = EVENT_SOURCE_COMPONENT,
+        instance: str = "",
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        cache_size: int = 4096,
+    ) -> None:
+        self._api = CoreV1Api(api_client)
+        self._component = component
+        self._instance = instance
+        self._clock = clock
+        self._cache: collections.OrderedDict[_CacheKey, _Seen] = collections.OrderedDict()
+        self._cache_size = cache_size
+        self.recorded = 0
+        """Events written (created or aggregated), for logs and tests."""
+
+    async def record(
+        self, obj: Mapping[str, Any], event_type: str, reason: str, message: str
+    ) -> None:
+        """Record an Event about ``obj`` (a Service JSON object); never raises."""
+        metadata = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+        assert isinstance(metadata, Mapping)
+        namespace = str(metadata.get("namespace") or "default")
+        name = str(metadata.get("name") or "")
+        uid = str(metadata.get("uid") or "")
+        kind = str(obj.get("kind") or "Service")
+        log.log(
+            logging.WARNING if event_type == WARNING else logging.INFO,
+            "Event %s %s on %s %s/%s: %s",
+            event_type,
+            reason,
+            kind,
+            namespace,
+            name,
+            message,
+        )
+        key: _CacheKey = (namespace, name, uid, event_type, reason, message)
+        now = _timestamp(self._clock())
+        try:
+            seen = self._cache.get(key)
+            if seen is not None:
+                self._cache.move_to_end(key)
+                if await self._bump(namespace, seen, now):
+                    self.recorded += 1
+                    return
+            event_name = f"{name}.{time.time_ns():x}"
+            body = {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": event_name, "namespace": namespace},
+                "involvedObject": {
+                    "apiVersion": str(obj.get("apiVersion") or "v1"),
+                    "kind": kind,
+                    "namespace": namespace,
+                    "name": name,
+                    "uid": uid,
+                    "resourceVersion": str(metadata.get("resourceVersion") or ""),
+                },
+                "reason": reason,
+                "message": message,
+                "type": event_type,
+                "source": {"component": self._component},
+                "reportingComponent": self._component,
+                "reportingInstance": self._instance,
+                "firstTimestamp": now,
+                "lastTimestamp": now,
+                "count": 1,
+            }
+            response = await self._api.create_namespaced_event(
+                namespace, cast(Any, body), _preload_content=False
+            )
+            await raise_for_status(response)
+            self.recorded += 1
+            self._cache[key] = _Seen(event_name, 1, now)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        except Exception as exc:  # best effort: an Event must never fail a sync
+            log.warning("could not record Event %s on %s/%s: %s", reason, namespace, name, exc)
+
+    async def _bump(self, namespace: str, seen: _Seen, now: str) -> bool:
+        """PATCH count/lastTimestamp of an Event we created; False if it has gone away."""
+        seen.count += 1
+        patch = {"count": seen.count, "lastTimestamp": now}
+        try:
+            response = await self._api.patch_namespaced_event(
+                seen.name, namespace, patch, _preload_content=False
+            )
+            await raise_for_status(response)
+        except ApiError as exc:
+            if exc.not_found:
+                return False
+            raise
+        return True

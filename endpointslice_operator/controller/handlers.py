@@ -1,0 +1,305 @@
+"""Kopf event handlers: keep the indexes current and turn events into queue keys.
+
+Only ``@kopf.on.event`` handlers are registered (on a private registry), so Kopf never writes
+anything onto the watched Pods, Services, Nodes or EndpointSlices: no finalizers, no
+annotations, no status. Every handler updates an index and then applies upstream's
+event -> key rules (reference C.2):
+
+* Service add/update/delete: the Service at once (Services that are not ours, never were and
+  have no slices of ours are skipped; upstream needs no such filter because it reconciles
+  every Service).
+* Pod add/delete: the Services selecting it, after the batch period. Pod update: ignored for
+  an unchanged resourceVersion or when neither ``pod_changed`` nor ``labels_changed`` holds;
+  otherwise the Services selecting the new labels (only ``pod_changed``), or the union (both)
+  or symmetric difference (only ``labels_changed``) of those selecting the old and new labels.
+* EndpointSlice events: requeue the Service after max(1 s, batch period) when the change is not
+  the echo of our own write (tracker). Slices of kube-controller-manager's controller requeue a
+  managed Service at once so that the ``ConflictingController`` check runs.
+* Node add/delete, or an update changing readiness or the zone label: refresh the topology
+  cache and queue the Services whose hint allocation is now overloaded.
+
+Nothing here raises: a malformed object is logged and skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import kopf
+
+from endpointslice_operator.controller.indexes import (
+    Indexes,
+    node_ready,
+    node_zone,
+    service_key,
+    slice_ref,
+)
+from endpointslice_operator.controller.optin import UPSTREAM_CONTROLLER_NAME
+from endpointslice_operator.controller.queue import ServiceQueue
+from endpointslice_operator.reconciler.records import PodRecord, pod_record
+from endpointslice_operator.reconciler.topology import TopologyCache
+from endpointslice_operator.reconciler.tracker import EndpointSliceTracker
+
+__all__ = ["ENDPOINT_SLICE_MIN_SYNC_DELAY", "EventRouter", "register_handlers"]
+
+log = logging.getLogger(__name__)
+
+ENDPOINT_SLICE_MIN_SYNC_DELAY = 1.0
+"""Upstream's ``endpointSliceChangeMinSyncDelay``."""
+
+
+def pod_changed(old: PodRecord, new: PodRecord) -> bool:
+    """Upstream ``podEndpointsChanged`` minus the label part.
+
+    Upstream compares the deletionTimestamp *pointers*, which differ for any two informer
+    objects that carry one, so any update of a terminating pod counts as a change.
+    """
+    return (
+        old.terminating or new.terminating or old.ready != new.ready or old.pod_ips != new.pod_ips
+    )
+
+
+def labels_changed(old: PodRecord, new: PodRecord) -> bool:
+    """Labels, or hostname/subdomain (they change the endpoint identity), differ."""
+    return (
+        dict(old.labels) != dict(new.labels)
+        or old.hostname != new.hostname
+        or old.subdomain != new.subdomain
+    )
+
+
+def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    metadata = obj.get("metadata")
+    return metadata if isinstance(metadata, Mapping) else {}
+
+
+class EventRouter:
+    """Applies watch events to the indexes and queues the affected Services.
+
+    ``queue`` is None while this replica is not the leader: the indexes stay warm and the
+    keys are dropped (a new leader queues every Service once when it starts its workers).
+    """
+
+    def __init__(
+        self,
+        *,
+        indexes: Indexes,
+        tracker: EndpointSliceTracker,
+        topology: TopologyCache | None,
+        batch_period: float,
+    ) -> None:
+        self.indexes = indexes
+        self.tracker = tracker
+        self.topology = topology
+        self.batch_period = batch_period
+        self.queue: ServiceQueue | None = None
+        self.events_seen = 0
+        self.topology_live = False
+        """Refresh topology on node events; off during the initial listing (the operator
+        refreshes once when it is in), which would otherwise cost O(nodes^2)."""
+
+    # -- queueing helpers ------------------------------------------------------------------
+
+    def _add(self, key: str) -> None:
+        if self.queue is not None:
+            self.queue.add(key)
+
+    def _add_after(self, key: str, delay: float) -> None:
+        if self.queue is not None:
+            self.queue.add_after(key, delay)
+
+    def all_keys(self) -> list[str]:
+        """Every Service a fresh leader must look at: opted-in ones and those with our slices."""
+        keys = {
+            key
+            for key in self.indexes.services.keys()  # noqa: SIM118 (not a dict)
+            if (entry := self.indexes.services.get(key)) is not None and entry.decision.opted_in
+        }
+        keys.update(self.indexes.slices.services_with_ours())
+        return sorted(keys)
+
+    # -- services --------------------------------------------------------------------------
+
+    def on_service(self, event_type: str | None, service: Mapping[str, Any]) -> None:
+        metadata = _metadata(service)
+        namespace, name = str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+        if not name:
+            log.warning("ignoring a Service event without a name")
+            return
+        key = service_key(namespace, name)
+        if event_type == "DELETED":
+            previous = self.indexes.services.remove(namespace, name)
+            if previous is not None and (
+                previous.decision.opted_in or self.indexes.slices.has_ours(key)
+            ):
+                self._add(key)
+            return
+        previous, entry = self.indexes.services.upsert(service)
+        if (
+            entry.decision.opted_in
+            or (previous is not None and previous.decision.opted_in)
+            or self.indexes.slices.has_ours(key)
+        ):
+            self._add(key)
+
+    # -- pods ------------------------------------------------------------------------------
+
+    def on_pod(self, event_type: str | None, pod: Mapping[str, Any]) -> None:
+        metadata = _metadata(pod)
+        namespace, name = str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+        if not name:
+            log.warning("ignoring a Pod event without a name")
+            return
+        if event_type == "DELETED":
+            old = self.indexes.pods.remove(namespace, name)
+            if old is not None:
+                self._queue_pod_services(
+                    namespace, self.indexes.services.selecting(namespace, old.labels)
+                )
+            return
+        new = pod_record(pod)
+        old = self.indexes.pods.put(new)
+        if new.errors:
+            log.debug("pod %s/%s: %s", namespace, name, "; ".join(new.errors))
+        if old is None:
+            self._queue_pod_services(
+                namespace, self.indexes.services.selecting(namespace, new.labels)
+            )
+            return
+        if old.resource_version == new.resource_version:
+            return
+        changed = pod_changed(old, new)
+        relabelled = labels_changed(old, new)
+        if not changed and not relabelled:
+            return
+        services = self.indexes.services
+        if not relabelled:
+            keys = services.selecting(namespace, new.labels)
+        else:
+            old_keys = services.selecting(namespace, old.labels)
+            new_keys = services.selecting(namespace, new.labels)
+            keys = old_keys | new_keys if changed else old_keys ^ new_keys
+        self._queue_pod_services(namespace, keys)
+
+    def _queue_pod_services(self, namespace: str, keys: set[str]) -> None:
+        for key in keys:
+            self._add_after(key, self.batch_period)
+
+    # -- endpoint slices ----------------------------------------------------------------------
+
+    def on_slice(self, event_type: str | None, endpoint_slice: Mapping[str, Any]) -> None:
+        _, name, ref = slice_ref(endpoint_slice)
+        if not name:
+            log.warning("ignoring an EndpointSlice event without a name")
+            return
+        managed_by = self.indexes.slices.managed_by
+        if event_type == "DELETED":
+            previous = self.indexes.slices.remove(endpoint_slice)
+            if (
+                ref.managed_by == managed_by
+                and self.tracker.has(endpoint_slice)
+                and not self.tracker.handle_deletion(endpoint_slice)
+            ):
+                self._requeue_for_slice(ref.service, name)
+            elif ref.managed_by == UPSTREAM_CONTROLLER_NAME and previous is not None:
+                self._requeue_managed(ref.service)
+            return
+        previous = self.indexes.slices.put(endpoint_slice)
+        if previous is None:
+            if ref.managed_by == managed_by and self.tracker.should_sync(endpoint_slice):
+                self._requeue_for_slice(ref.service, name)
+            elif ref.managed_by == UPSTREAM_CONTROLLER_NAME:
+                self._requeue_managed(ref.service)
+            return
+        if previous.service != ref.service:
+            self._requeue_for_slice(ref.service, name)
+            self._requeue_for_slice(previous.service, name)
+        elif (previous.managed_by == managed_by) != (ref.managed_by == managed_by) or (
+            ref.managed_by == managed_by and self.tracker.should_sync(endpoint_slice)
+        ):
+            self._requeue_for_slice(ref.service, name)
+        if (previous.managed_by == UPSTREAM_CONTROLLER_NAME) != (
+            ref.managed_by == UPSTREAM_CONTROLLER_NAME
+        ):
+            self._requeue_managed(ref.service)
+
+    def _requeue_for_slice(self, key: str | None, slice_name: str) -> None:
+        if key is None:
+            log.info("EndpointSlice %s has no %s label; ignoring it", slice_name, "service-name")
+            return
+        self._add_after(key, max(ENDPOINT_SLICE_MIN_SYNC_DELAY, self.batch_period))
+
+    def _requeue_managed(self, key: str | None) -> None:
+        """A foreign controller's slice came or went: re-check a Service we manage at once."""
+        if key is None:
+            return
+        entry = self.indexes.services.get(key)
+        if entry is not None and entry.decision.managed:
+            self._add(key)
+
+    # -- nodes -----------------------------------------------------------------------------
+
+    def on_node(self, event_type: str | None, node: Mapping[str, Any]) -> None:
+        name = str(_metadata(node).get("name") or "")
+        if not name:
+            log.warning("ignoring a Node event without a name")
+            return
+        if event_type == "DELETED":
+            relevant = self.indexes.nodes.remove(name) is not None
+        else:
+            previous, current = self.indexes.nodes.put(node)
+            relevant = (
+                previous is None
+                or node_ready(previous) != node_ready(current)
+                or node_zone(previous) != node_zone(current)
+            )
+        if relevant and self.topology_live:
+            self.refresh_topology()
+
+    def refresh_topology(self) -> None:
+        """Upstream's topology queue: SetNodes, then queue the overloaded Services."""
+        if self.topology is None:
+            return
+        self.topology.set_nodes(self.indexes.nodes.all())
+        for key in self.topology.get_overloaded_services():
+            self._add(key)
+
+
+WatchHandler = Callable[[str | None, Mapping[str, Any]], None]
+
+
+def _guarded(kind: str, handler: WatchHandler, router: EventRouter) -> Any:
+    async def on_event(event: Mapping[str, Any], **_: Any) -> None:
+        obj = event.get("object")
+        if not isinstance(obj, Mapping):
+            return
+        router.events_seen += 1
+        try:
+            handler(event.get("type"), obj)
+        except Exception:
+            metadata = _metadata(obj)
+            log.exception(
+                "failed to handle a %s event for %s/%s",
+                kind,
+                metadata.get("namespace"),
+                metadata.get("name"),
+            )
+
+    on_event.__name__ = f"on_{kind}_event"
+    return on_event
+
+
+def register_handlers(registry: kopf.OperatorRegistry, router: EventRouter) -> None:
+    """Register the four watch handlers on ``registry`` (and nothing else)."""
+    for group_version, plural, kind, handler in (
+        ("v1", "services", "service", router.on_service),
+        ("v1", "pods", "pod", router.on_pod),
+        ("v1", "nodes", "node", router.on_node),
+        ("discovery.k8s.io/v1", "endpointslices", "endpointslice", router.on_slice),
+    ):
+        group, _, version = group_version.rpartition("/")
+        kopf.on.event(group, version, plural, id=f"index-{kind}", registry=registry)(
+            _guarded(kind, handler, router)
+        )

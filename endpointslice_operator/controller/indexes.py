@@ -1,0 +1,498 @@
+"""In-memory indexes of the watched objects, kept as slim projections.
+
+Fed by the Kopf event handlers, read by the syncs: nothing on the hot path asks the API server.
+
+* :class:`ServiceIndex`: a slim Service body (what the reconciler and the Events read) plus the
+  opt-in :class:`~.optin.Decision`, and per namespace an inverted index from label anchors to
+  the managed Services whose selector uses them, so "which Services select this pod" costs a
+  few dict lookups even with 10k Services.
+* :class:`PodIndex`: :class:`~endpointslice_operator.reconciler.records.PodRecord` per pod, plus
+  a per-namespace ``(label key, value) -> pod names`` index, so "which pods does this selector
+  pick" walks only the pods carrying the selector's anchor label (150k pods are fine).
+* :class:`NodeIndex`: slim Nodes (name, labels, allocatable CPU, Ready condition).
+* :class:`SliceIndex`: the EndpointSlices we manage, as last seen, per Service (the PUTs carry
+  their resourceVersion), plus which Services also have slices of kube-controller-manager's
+  EndpointSlice controller (for the ``ConflictingController`` warning).
+
+Every index counts the objects it holds, which the operator compares with the API server's
+counts to decide when the initial listing is in (readiness).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from endpointslice_operator.controller.optin import (
+    UPSTREAM_CONTROLLER_NAME,
+    Decision,
+    evaluate,
+)
+from endpointslice_operator.controller.selectors import Selector
+from endpointslice_operator.reconciler.records import PodRecord
+
+__all__ = [
+    "LABEL_MANAGED_BY",
+    "LABEL_SERVICE_NAME",
+    "Indexes",
+    "NodeIndex",
+    "PodIndex",
+    "ServiceEntry",
+    "ServiceIndex",
+    "SliceIndex",
+    "service_key",
+    "slim_node",
+    "slim_service",
+    "split_key",
+]
+
+LABEL_SERVICE_NAME = "kubernetes.io/service-name"
+LABEL_MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
+
+# Service annotations the reconciler reads (topology mode); ours are added per operator.
+_TOPOLOGY_ANNOTATIONS = (
+    "service.kubernetes.io/topology-mode",
+    "service.kubernetes.io/topology-aware-hints",
+)
+_SERVICE_SPEC_FIELDS = (
+    "type",
+    "clusterIP",
+    "clusterIPs",
+    "ipFamilies",
+    "ports",
+    "publishNotReadyAddresses",
+    "trafficDistribution",
+    "selector",
+)
+_NODE_ROLE_LABELS = (
+    "node-role.kubernetes.io/control-plane",
+    "node-role.kubernetes.io/master",
+)
+_ZONE_LABEL = "topology.kubernetes.io/zone"
+
+Anchor = tuple[str, str | None]
+
+
+def service_key(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}"
+
+
+def split_key(key: str) -> tuple[str, str]:
+    namespace, _, name = key.partition("/")
+    return namespace, name
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def slim_service(service: Mapping[str, Any], keep_annotations: Iterable[str]) -> dict[str, Any]:
+    """The parts of a Service the reconciler, the opt-in rules and Events read."""
+    metadata = _mapping(service.get("metadata"))
+    spec = _mapping(service.get("spec"))
+    annotations = _mapping(metadata.get("annotations"))
+    kept = {
+        k: annotations[k] for k in (*_TOPOLOGY_ANNOTATIONS, *keep_annotations) if k in annotations
+    }
+    slim_meta: dict[str, Any] = {
+        key: metadata[key]
+        for key in (
+            "name",
+            "namespace",
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "labels",
+        )
+        if key in metadata
+    }
+    if kept:
+        slim_meta["annotations"] = kept
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": slim_meta,
+        "spec": {key: spec[key] for key in _SERVICE_SPEC_FIELDS if key in spec},
+    }
+
+
+def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
+    """Name, zone and role labels, allocatable CPU and the Ready condition of a Node."""
+    metadata = _mapping(node.get("metadata"))
+    labels = _mapping(metadata.get("labels"))
+    status = _mapping(node.get("status"))
+    allocatable = _mapping(status.get("allocatable"))
+    conditions = status.get("conditions")
+    ready = [
+        {"type": "Ready", "status": c.get("status")}
+        for c in (conditions if isinstance(conditions, list) else ())
+        if isinstance(c, Mapping) and c.get("type") == "Ready"
+    ]
+    slim: dict[str, Any] = {
+        "metadata": {
+            "name": metadata.get("name"),
+            "labels": {k: labels[k] for k in (_ZONE_LABEL, *_NODE_ROLE_LABELS) if k in labels},
+        },
+        "status": {"conditions": ready},
+    }
+    if "cpu" in allocatable:
+        slim["status"]["allocatable"] = {"cpu": allocatable["cpu"]}
+    return slim
+
+
+def node_zone(node: Mapping[str, Any] | None) -> str | None:
+    if node is None:
+        return None
+    zone = _mapping(_mapping(node.get("metadata")).get("labels")).get(_ZONE_LABEL)
+    return zone if isinstance(zone, str) else None
+
+
+def node_ready(node: Mapping[str, Any] | None) -> bool:
+    if node is None:
+        return False
+    conditions = _mapping(node.get("status")).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceEntry:
+    key: str
+    body: dict[str, Any]
+    """Slim Service JSON (see :func:`slim_service`); never mutated."""
+    decision: Decision
+
+    @property
+    def namespace(self) -> str:
+        return str(self.body["metadata"].get("namespace") or "")
+
+    @property
+    def name(self) -> str:
+        return str(self.body["metadata"].get("name") or "")
+
+    @property
+    def uid(self) -> str:
+        return str(self.body["metadata"].get("uid") or "")
+
+    @property
+    def has_spec_selector(self) -> bool:
+        return bool(self.body["spec"].get("selector"))
+
+
+class _SelectorIndex:
+    """Per namespace: label anchors -> Services whose selector requires them."""
+
+    def __init__(self) -> None:
+        self._buckets: dict[Anchor, set[str]] = defaultdict(set)
+        self._scan: set[str] = set()
+        self._anchors: dict[str, tuple[Anchor, ...]] = {}
+        self._selectors: dict[str, Selector] = {}
+
+    def __len__(self) -> int:
+        return len(self._selectors)
+
+    def put(self, key: str, selector: Selector) -> None:
+        self.remove(key)
+        anchors = tuple(selector.anchors())
+        self._selectors[key] = selector
+        self._anchors[key] = anchors
+        if not anchors:
+            self._scan.add(key)
+        for anchor in anchors:
+            self._buckets[anchor].add(key)
+
+    def remove(self, key: str) -> None:
+        if self._selectors.pop(key, None) is None:
+            return
+        self._scan.discard(key)
+        for anchor in self._anchors.pop(key, ()):
+            bucket = self._buckets.get(anchor)
+            if bucket is not None:
+                bucket.discard(key)
+                if not bucket:
+                    del self._buckets[anchor]
+
+    def matching(self, labels: Mapping[str, str]) -> set[str]:
+        candidates = set(self._scan)
+        for label, value in labels.items():
+            for anchor in ((label, value), (label, None)):
+                bucket = self._buckets.get(anchor)
+                if bucket:
+                    candidates.update(bucket)
+        return {key for key in candidates if self._selectors[key].matches(labels)}
+
+
+class ServiceIndex:
+    def __init__(self, *, enabled_annotation: str, selector_annotation: str, managed_by: str):
+        self.enabled_annotation = enabled_annotation
+        self.selector_annotation = selector_annotation
+        self.managed_by = managed_by
+        self._entries: dict[str, ServiceEntry] = {}
+        self._selectors: dict[str, _SelectorIndex] = defaultdict(_SelectorIndex)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: str) -> ServiceEntry | None:
+        return self._entries.get(key)
+
+    def keys(self) -> Iterator[str]:
+        return iter(list(self._entries))
+
+    def upsert(self, service: Mapping[str, Any]) -> tuple[ServiceEntry | None, ServiceEntry]:
+        """Store a Service; returns (previous entry, new entry)."""
+        body = slim_service(service, (self.enabled_annotation, self.selector_annotation))
+        decision = evaluate(
+            body,
+            enabled_annotation=self.enabled_annotation,
+            selector_annotation=self.selector_annotation,
+            managed_by=self.managed_by,
+        )
+        entry = ServiceEntry(service_key(_ns(body), _name(body)), body, decision)
+        previous = self._entries.get(entry.key)
+        self._entries[entry.key] = entry
+        selectors = self._selectors[entry.namespace]
+        if decision.managed and decision.selector is not None:
+            selectors.put(entry.key, decision.selector)
+        else:
+            selectors.remove(entry.key)
+        return previous, entry
+
+    def remove(self, namespace: str, name: str) -> ServiceEntry | None:
+        key = service_key(namespace, name)
+        entry = self._entries.pop(key, None)
+        selectors = self._selectors.get(namespace)
+        if selectors is not None:
+            selectors.remove(key)
+            if not len(selectors):
+                del self._selectors[namespace]
+        return entry
+
+    def selecting(self, namespace: str, labels: Mapping[str, str]) -> set[str]:
+        """Keys of the managed Services in ``namespace`` whose selector matches ``labels``."""
+        selectors = self._selectors.get(namespace)
+        return selectors.matching(labels) if selectors is not None else set()
+
+
+def _ns(body: Mapping[str, Any]) -> str:
+    return str(_mapping(body.get("metadata")).get("namespace") or "")
+
+
+def _name(body: Mapping[str, Any]) -> str:
+    return str(_mapping(body.get("metadata")).get("name") or "")
+
+
+class _NamespacePods:
+    __slots__ = ("by_label", "pods")
+
+    def __init__(self) -> None:
+        self.pods: dict[str, PodRecord] = {}
+        self.by_label: dict[tuple[str, str], set[str]] = defaultdict(set)
+
+
+class PodIndex:
+    def __init__(self) -> None:
+        self._namespaces: dict[str, _NamespacePods] = defaultdict(_NamespacePods)
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def get(self, namespace: str, name: str) -> PodRecord | None:
+        pods = self._namespaces.get(namespace)
+        return pods.pods.get(name) if pods is not None else None
+
+    def put(self, record: PodRecord) -> PodRecord | None:
+        """Store a pod record; returns the one it replaced."""
+        ns = self._namespaces[record.namespace]
+        previous = ns.pods.get(record.name)
+        if previous is None:
+            self._count += 1
+        elif previous.labels is not record.labels:
+            self._unlabel(ns, previous)
+        ns.pods[record.name] = record
+        if previous is None or previous.labels is not record.labels:
+            for item in record.labels.items():
+                ns.by_label[item].add(record.name)
+        return previous
+
+    def remove(self, namespace: str, name: str) -> PodRecord | None:
+        ns = self._namespaces.get(namespace)
+        if ns is None:
+            return None
+        previous = ns.pods.pop(name, None)
+        if previous is not None:
+            self._count -= 1
+            self._unlabel(ns, previous)
+            if not ns.pods:
+                del self._namespaces[namespace]
+        return previous
+
+    @staticmethod
+    def _unlabel(ns: _NamespacePods, record: PodRecord) -> None:
+        for item in record.labels.items():
+            names = ns.by_label.get(item)
+            if names is not None:
+                names.discard(record.name)
+                if not names:
+                    del ns.by_label[item]
+
+    def select(self, namespace: str, selector: Selector) -> list[PodRecord]:
+        """The pods of ``namespace`` that ``selector`` matches, in name order."""
+        ns = self._namespaces.get(namespace)
+        if ns is None:
+            return []
+        candidates: Iterable[str]
+        anchors = list(selector.anchors())
+        if anchors and all(value is not None for _, value in anchors):
+            names: set[str] = set()
+            for label, value in anchors:
+                assert value is not None
+                names.update(ns.by_label.get((label, value), ()))
+            candidates = names
+        else:
+            candidates = ns.pods
+        pods = [ns.pods[name] for name in candidates]
+        return sorted(
+            (pod for pod in pods if selector.matches(pod.labels)), key=lambda pod: pod.name
+        )
+
+
+class NodeIndex:
+    def __init__(self) -> None:
+        self._nodes: dict[str, dict[str, Any]] = {}
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        return self._nodes.get(name)
+
+    def put(self, node: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        slim = slim_node(node)
+        name = str(slim["metadata"]["name"] or "")
+        previous = self._nodes.get(name)
+        self._nodes[name] = slim
+        return previous, slim
+
+    def remove(self, name: str) -> dict[str, Any] | None:
+        return self._nodes.pop(name, None)
+
+    def all(self) -> list[dict[str, Any]]:
+        return list(self._nodes.values())
+
+    def subset(self, names: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """``{name: node}`` for the given names that exist."""
+        found: dict[str, dict[str, Any]] = {}
+        for name in names:
+            node = self._nodes.get(name)
+            if node is not None:
+                found[name] = node
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class SliceRef:
+    """Where a slice belongs: its Service key and its managed-by label."""
+
+    service: str | None
+    managed_by: str | None
+
+
+def slice_ref(endpoint_slice: Mapping[str, Any]) -> tuple[str, str, SliceRef]:
+    metadata = _mapping(endpoint_slice.get("metadata"))
+    labels = _mapping(metadata.get("labels"))
+    namespace = str(metadata.get("namespace") or "")
+    name = str(metadata.get("name") or "")
+    service = labels.get(LABEL_SERVICE_NAME)
+    managed_by = labels.get(LABEL_MANAGED_BY)
+    return (
+        namespace,
+        name,
+        SliceRef(
+            service_key(namespace, service) if isinstance(service, str) and service else None,
+            managed_by if isinstance(managed_by, str) else None,
+        ),
+    )
+
+
+class SliceIndex:
+    """Our slices per Service (full JSON as last seen), and where every other slice belongs."""
+
+    def __init__(self, managed_by: str) -> None:
+        self.managed_by = managed_by
+        self._refs: dict[tuple[str, str], SliceRef] = {}
+        self._ours: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+        self._upstream: dict[str, set[str]] = defaultdict(set)
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+    def put(self, endpoint_slice: Mapping[str, Any]) -> SliceRef | None:
+        """Store a slice; returns where it belonged before (None if new)."""
+        namespace, name, ref = slice_ref(endpoint_slice)
+        previous = self._forget(namespace, name)
+        self._refs[(namespace, name)] = ref
+        if ref.service is not None:
+            if ref.managed_by == self.managed_by:
+                self._ours[ref.service][name] = dict(endpoint_slice)
+            elif ref.managed_by == UPSTREAM_CONTROLLER_NAME:
+                self._upstream[ref.service].add(name)
+        return previous
+
+    def remove(self, endpoint_slice: Mapping[str, Any]) -> SliceRef | None:
+        namespace, name, _ = slice_ref(endpoint_slice)
+        return self._forget(namespace, name)
+
+    def _forget(self, namespace: str, name: str) -> SliceRef | None:
+        previous = self._refs.pop((namespace, name), None)
+        if previous is not None and previous.service is not None:
+            ours = self._ours.get(previous.service)
+            if ours is not None:
+                ours.pop(name, None)
+                if not ours:
+                    del self._ours[previous.service]
+            upstream = self._upstream.get(previous.service)
+            if upstream is not None:
+                upstream.discard(name)
+                if not upstream:
+                    del self._upstream[previous.service]
+        return previous
+
+    def ours(self, key: str) -> list[dict[str, Any]]:
+        """Our slices of a Service, as last seen (deep-copy before changing them)."""
+        return list(self._ours.get(key, {}).values())
+
+    def has_ours(self, key: str) -> bool:
+        return bool(self._ours.get(key))
+
+    def has_upstream(self, key: str) -> bool:
+        """Whether kube-controller-manager's EndpointSlice controller has slices for it."""
+        return bool(self._upstream.get(key))
+
+    def services_with_ours(self) -> list[str]:
+        return list(self._ours)
+
+
+class Indexes:
+    """The four indexes of one operator."""
+
+    def __init__(self, *, enabled_annotation: str, selector_annotation: str, managed_by: str):
+        self.services = ServiceIndex(
+            enabled_annotation=enabled_annotation,
+            selector_annotation=selector_annotation,
+            managed_by=managed_by,
+        )
+        self.pods = PodIndex()
+        self.nodes = NodeIndex()
+        self.slices = SliceIndex(managed_by)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "services": len(self.services),
+            "pods": len(self.pods),
+            "nodes": len(self.nodes),
+            "endpointslices": len(self.slices),
+        }

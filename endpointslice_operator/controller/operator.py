@@ -1,0 +1,414 @@
+"""The running operator: Kopf watches -> indexes -> work queue -> syncs, plus health and HA.
+
+:class:`Operator` wires everything for one replica and can run in-process (tests, the demo):
+
+* Kopf runs with a private registry holding only our ``on.event`` handlers and a login handler
+  that hands Kopf the same credentials the kubernetes-asyncio client uses. Its settings make it
+  a pure watcher: no Event posting, in-memory progress and diff-base storage (nothing is ever
+  written onto watched objects), standalone (no peering), no CRD/namespace scanning, and
+  server/client timeouts so long-lived watch streams are recycled.
+* Readiness: once the initial listings are in, meaning every index holds at least as many
+  objects as the API server reports for that kind (a ``limit=1`` list, re-checked each second).
+* Leader election (when enabled) gates the queue workers only: every replica watches and keeps
+  its indexes warm; the leader builds a fresh queue, queues every relevant Service once and
+  runs the workers; losing the Lease stops them; stopping releases the Lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+import os
+import socket
+from collections.abc import Awaitable, Mapping
+from typing import Any, cast
+
+import kopf
+from kubernetes_asyncio import config as k8s_config
+from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api, DiscoveryV1Api
+
+from endpointslice_operator.controller.events import EventRecorder
+from endpointslice_operator.controller.handlers import EventRouter, register_handlers
+from endpointslice_operator.controller.indexes import Indexes
+from endpointslice_operator.controller.queue import ServiceQueue
+from endpointslice_operator.controller.sync import ServiceSyncer
+from endpointslice_operator.controller.writer import SliceWriter, raise_for_status
+from endpointslice_operator.metrics import OperatorMetrics
+from endpointslice_operator.reconciler.config import ReconcilerConfig
+from endpointslice_operator.reconciler.topology import TopologyCache
+from endpointslice_operator.settings import Settings
+
+__all__ = ["Operator", "connection_info", "load_client_configuration"]
+
+log = logging.getLogger(__name__)
+
+WATCH_SERVER_TIMEOUT = 300.0
+"""Ask the API server to end each watch after this long (Kopf then re-lists/re-watches)."""
+WATCH_CLIENT_TIMEOUT = WATCH_SERVER_TIMEOUT + 60.0
+"""Give up on a watch stream the server has silently stopped serving."""
+WATCH_CONNECT_TIMEOUT = 30.0
+READINESS_POLL_INTERVAL = 1.0
+SHUTDOWN_TIMEOUT = 10.0
+
+
+async def load_client_configuration(settings: Settings) -> Configuration:
+    """``--kubeconfig`` if given, else the in-cluster service account, else the default
+    kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``)."""
+    configuration = Configuration()
+    if settings.kubeconfig is not None:
+        await k8s_config.load_kube_config(
+            config_file=str(settings.kubeconfig), client_configuration=configuration
+        )
+    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+        k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    else:
+        await k8s_config.load_kube_config(client_configuration=configuration)
+    return configuration
+
+
+async def connection_info(configuration: Configuration) -> kopf.ConnectionInfo:
+    """The kubernetes-asyncio configuration as Kopf credentials (refreshing the token)."""
+    scheme: str | None = None
+    token: str | None = None
+    bearer = await cast(Any, configuration).get_api_key_with_prefix(
+        "BearerToken", alias="authorization"
+    )
+    if bearer:
+        scheme, _, token = str(bearer).partition(" ")
+        if not token:
+            scheme, token = "Bearer", scheme
+    return kopf.ConnectionInfo(
+        server=str(configuration.host),
+        ca_path=configuration.ssl_ca_cert or None,
+        insecure=not configuration.verify_ssl,
+        username=configuration.username or None,
+        password=configuration.password or None,
+        scheme=scheme,
+        token=token,
+        certificate_path=configuration.cert_file or None,
+        private_key_path=configuration.key_file or None,
+    )
+
+
+class _MemoryProgressStorage(kopf.ProgressStorage):
+    """Handler progress kept in memory only: nothing is ever patched onto watched objects.
+
+    (Only ``on.event`` handlers are registered, which Kopf never persists; this storage makes
+    that guarantee independent of future handler changes.)
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._records: dict[tuple[str, str], Any] = {}
+
+    @staticmethod
+    def _uid(body: Mapping[str, Any]) -> str:
+        return str(body.get("metadata", {}).get("uid") or "")
+
+    def fetch(self, *, key: Any, body: Any) -> Any:
+        return self._records.get((self._uid(body), str(key)))
+
+    def store(self, *, key: Any, record: Any, body: Any, patch: Any) -> None:
+        self._records[(self._uid(body), str(key))] = copy.deepcopy(record)
+
+    def purge(self, *, key: Any, body: Any, patch: Any) -> None:
+        self._records.pop((self._uid(body), str(key)), None)
+
+    def touch(self, *, body: Any, patch: Any, value: str | None) -> None:
+        return None
+
+    def clear(self, *, essence: Any) -> Any:
+        return copy.deepcopy(essence)
+
+
+class _MemoryDiffBaseStorage(kopf.DiffBaseStorage):
+    """The last-handled essence kept in memory only (see :class:`_MemoryProgressStorage`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._essences: dict[str, Any] = {}
+
+    def fetch(self, *, body: Any) -> Any:
+        return self._essences.get(str(body.get("metadata", {}).get("uid") or ""))
+
+    def store(self, *, body: Any, patch: Any, essence: Any) -> None:
+        self._essences[str(body.get("metadata", {}).get("uid") or "")] = essence
+
+
+def kopf_settings() -> kopf.OperatorSettings:
+    settings = kopf.OperatorSettings()
+    settings.posting.enabled = False
+    settings.peering.standalone = True
+    settings.peering.mandatory = False
+    settings.scanning.disabled = True
+    settings.persistence.progress_storage = _MemoryProgressStorage()
+    settings.persistence.diffbase_storage = _MemoryDiffBaseStorage()
+    settings.persistence.finalizer = "endpointslice-operator.io/unused"
+    settings.watching.server_timeout = WATCH_SERVER_TIMEOUT
+    settings.watching.client_timeout = WATCH_CLIENT_TIMEOUT
+    settings.watching.connect_timeout = WATCH_CONNECT_TIMEOUT
+    settings.watching.reconnect_backoff = 1.0
+    return settings
+
+
+class Operator:
+    """One replica of the operator; ``await run()`` until :meth:`stop` (or SIGTERM/SIGINT)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        metrics: OperatorMetrics | None = None,
+        identity: str | None = None,
+        serve_health: bool = True,
+    ) -> None:
+        self.settings = settings
+        self.metrics = metrics if metrics is not None else OperatorMetrics()
+        self.identity = identity or f"{socket.gethostname()}_{os.getpid()}_{id(self):x}"
+        self.serve_health = serve_health
+        self.config = ReconcilerConfig(
+            controller_name=settings.managed_by,
+            max_endpoints_per_slice=settings.max_endpoints_per_slice,
+            topology_hints=settings.topology_hints,
+            prefer_same_traffic_distribution=settings.prefer_same_traffic_distribution,
+        )
+        self.indexes = Indexes(
+            enabled_annotation=settings.enabled_annotation,
+            selector_annotation=settings.selector_annotation,
+            managed_by=settings.managed_by,
+        )
+        self.topology = TopologyCache() if settings.topology_hints else None
+        self.router: EventRouter | None = None
+        self.syncer: ServiceSyncer | None = None
+        self.queue: ServiceQueue | None = None
+        self.api_client: ApiClient | None = None
+        self.health: Any = None
+        self._stop = asyncio.Event()
+        self._ready = asyncio.Event()
+        self._leading = asyncio.Event()
+        self._kopf_stop: asyncio.Future[None] | None = None
+
+    # -- public control ---------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to shut down gracefully (idempotent)."""
+        self._stop.set()
+
+    async def wait_ready(self) -> None:
+        """Return once the initial listings are in the indexes."""
+        await self._ready.wait()
+
+    async def wait_leading(self) -> None:
+        """Return once this replica runs the queue workers."""
+        await self._leading.wait()
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    @property
+    def leading(self) -> bool:
+        return self._leading.is_set()
+
+    # -- the run ----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        configuration = await load_client_configuration(self.settings)
+        async with ApiClient(configuration) as api_client:
+            self.api_client = api_client
+            recorder = EventRecorder(api_client, instance=self.identity)
+            syncer = ServiceSyncer(
+                indexes=self.indexes,
+                writer=SliceWriter(api_client),
+                recorder=recorder,
+                metrics=self.metrics,
+                config=self.config,
+                topology=self.topology,
+            )
+            router = EventRouter(
+                indexes=self.indexes,
+                tracker=syncer.tracker,
+                topology=self.topology,
+                batch_period=self.settings.batch_period,
+            )
+            self.syncer, self.router = syncer, router
+            await self._start_health()
+            try:
+                await self._run_tasks(configuration, api_client, router, syncer)
+            finally:
+                await self._stop_health()
+
+    async def _run_tasks(
+        self,
+        configuration: Configuration,
+        api_client: ApiClient,
+        router: EventRouter,
+        syncer: ServiceSyncer,
+    ) -> None:
+        registry = kopf.OperatorRegistry()
+
+        @kopf.on.login(registry=registry)
+        async def login(**_: Any) -> kopf.ConnectionInfo:
+            return await connection_info(configuration)
+
+        register_handlers(registry, router)
+        loop = asyncio.get_running_loop()
+        self._kopf_stop = loop.create_future()
+        namespaces = list(self.settings.namespaces)
+        kopf_task = asyncio.create_task(
+            kopf.operator(
+                registry=registry,
+                settings=kopf_settings(),
+                standalone=True,
+                clusterwide=not namespaces,
+                namespaces=namespaces,
+                stop_flag=self._kopf_stop,
+            ),
+            name=f"kopf-{self.identity}",
+        )
+        readiness_task = asyncio.create_task(self._watch_readiness(api_client, router))
+        leading_task = asyncio.create_task(self._lead(api_client, router, syncer))
+        stop_task = asyncio.create_task(self._stop.wait())
+        tasks = {kopf_task, readiness_task, leading_task, stop_task}
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in done - {stop_task}:
+                if not task.cancelled() and task.exception() is not None:
+                    log.error("operator task %s failed", task.get_name(), exc_info=task.exception())
+        finally:
+            log.info("stopping the operator")
+            self._stop.set()
+            # Workers and the Lease first (they finish in-flight syncs and release the Lease),
+            # then the watches.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(leading_task), SHUTDOWN_TIMEOUT)
+            for task in (leading_task, readiness_task, stop_task):
+                task.cancel()
+            if not self._kopf_stop.done():
+                self._kopf_stop.set_result(None)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(kopf_task), SHUTDOWN_TIMEOUT)
+            kopf_task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- readiness --------------------------------------------------------------------------
+
+    async def _watch_readiness(self, api_client: ApiClient, router: EventRouter) -> None:
+        pending = {"services", "pods", "nodes", "endpointslices"}
+        while pending:
+            counts = self.indexes.counts()
+            for kind in sorted(pending):
+                try:
+                    expected = await self._count(api_client, kind)
+                except Exception as exc:
+                    log.info("readiness: cannot count %s yet: %s", kind, exc)
+                    continue
+                if counts[kind] >= expected:
+                    pending.discard(kind)
+            if pending:
+                await asyncio.sleep(READINESS_POLL_INTERVAL)
+        router.refresh_topology()
+        router.topology_live = True
+        log.info("initial listings are in: %s", self.indexes.counts())
+        self._ready.set()
+        if self.health is not None:
+            self.health.set_ready(True)
+        await self._stop.wait()
+
+    async def _count(self, api_client: ApiClient, kind: str) -> int:
+        """How many objects of ``kind`` the API server holds in the watched scope now."""
+        core, discovery = CoreV1Api(api_client), DiscoveryV1Api(api_client)
+        namespaces = list(self.settings.namespaces)
+        calls: list[Awaitable[Any]]
+        if kind == "nodes":
+            calls = [core.list_node(limit=1, _preload_content=False)]
+        elif namespaces:
+            namespaced = {
+                "services": core.list_namespaced_service,
+                "pods": core.list_namespaced_pod,
+                "endpointslices": discovery.list_namespaced_endpoint_slice,
+            }[kind]
+            calls = [namespaced(ns, limit=1, _preload_content=False) for ns in namespaces]
+        else:
+            everywhere = {
+                "services": core.list_service_for_all_namespaces,
+                "pods": core.list_pod_for_all_namespaces,
+                "endpointslices": discovery.list_endpoint_slice_for_all_namespaces,
+            }[kind]
+            calls = [everywhere(limit=1, _preload_content=False)]
+        total = 0
+        for call in calls:
+            body = await raise_for_status(await call)
+            items = body.get("items") or []
+            remaining = (body.get("metadata") or {}).get("remainingItemCount") or 0
+            total += len(items) + int(remaining)
+        return total
+
+    # -- leadership and workers -------------------------------------------------------------
+
+    async def _lead(
+        self, api_client: ApiClient, router: EventRouter, syncer: ServiceSyncer
+    ) -> None:
+        await self._ready.wait()
+        if not self.settings.leader_election:
+            self.metrics.set_leader(True)
+            await self._work(router, syncer, self._stop)
+            return
+        from endpointslice_operator.controller.leader import LeaderElector
+
+        elector = LeaderElector(
+            api_client,
+            name=self.settings.lease_name,
+            namespace=self.settings.resolved_lease_namespace(),
+            identity=self.identity,
+            metrics=self.metrics,
+        )
+        await elector.run(
+            lambda lost: self._work(router, syncer, lost),
+            stop=self._stop,
+        )
+
+    async def _work(self, router: EventRouter, syncer: ServiceSyncer, lost: asyncio.Event) -> None:
+        """Run the queue workers until ``lost`` is set (leadership lost or shutting down)."""
+        queue = ServiceQueue(
+            name="endpoint_slice",
+            workers=self.settings.workers,
+            qps=self.settings.qps,
+            burst=self.settings.burst,
+            metrics=self.metrics.workqueue,
+        )
+        self.queue = queue
+        router.queue = queue
+        for key in router.all_keys():
+            queue.add(key)
+        self._leading.set()
+        log.info("running %d workers", self.settings.workers)
+        runner = asyncio.create_task(queue.run(syncer.sync), name="endpoint_slice-workers")
+        waiter = asyncio.create_task(lost.wait())
+        try:
+            await asyncio.wait({runner, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            router.queue = None
+            self._leading.clear()
+            waiter.cancel()
+            await queue.stop(timeout=SHUTDOWN_TIMEOUT)
+            await asyncio.gather(runner, waiter, return_exceptions=True)
+            log.info("workers stopped")
+
+    # -- health -----------------------------------------------------------------------------
+
+    async def _start_health(self) -> None:
+        if not self.serve_health:
+            return
+        from endpointslice_operator.controller.health import HealthServer
+
+        self.health = HealthServer(
+            self.metrics, host=self.settings.metrics_host, port=self.settings.metrics_port
+        )
+        await self.health.start()
+
+    async def _stop_health(self) -> None:
+        if self.health is not None:
+            await self.health.stop()

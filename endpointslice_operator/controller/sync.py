@@ -1,0 +1,292 @@
+"""One Service sync: indexes -> reconciler plan -> API writes -> tracker, metrics, Events.
+
+This is upstream's ``syncService`` (reference C.1) plus ``finalize`` (B.6), reading only the
+in-memory indexes. Errors propagate to the work queue, which retries with backoff; the result
+of every sync is counted in ``endpoint_slice_controller_syncs{result}``.
+
+Deliberate differences from upstream:
+
+* **Opt-out cleanup.** Upstream leaves existing slices alone for ExternalName and selectorless
+  Services (C.1 steps 2-3). Here a Service that stops qualifying (annotation or label removed,
+  switched to ExternalName, selector gone) gets the slices *we* manage deleted, because nobody
+  else would ever clean them up.
+* **Invalid selectors** (only possible through our selector annotation) produce a Warning Event
+  ``InvalidSelector`` and no writes at all; the slices stay as they are until it is fixed.
+* **ConflictingController.** A Warning Event, once per Service, when kube-controller-manager's
+  EndpointSlice controller also publishes slices for a Service we manage (kube-proxy would
+  merge both sets).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any, NoReturn
+
+from endpointslice_operator.controller.events import WARNING, EventRecorder
+from endpointslice_operator.controller.indexes import Indexes, ServiceEntry, split_key
+from endpointslice_operator.controller.optin import Status
+from endpointslice_operator.controller.writer import ApiError, SliceWriter
+from endpointslice_operator.metrics import OperatorMetrics, SyncResult
+from endpointslice_operator.reconciler.config import ReconcilerConfig
+from endpointslice_operator.reconciler.metrics_cache import MetricsCache
+from endpointslice_operator.reconciler.plan import Plan
+from endpointslice_operator.reconciler.service import plan_service
+from endpointslice_operator.reconciler.topology import TopologyCache
+from endpointslice_operator.reconciler.tracker import EndpointSliceTracker, StaleInformerCache
+from endpointslice_operator.reconciler.trigger_time import TriggerTimeTracker, parse_time
+
+__all__ = ["ServiceSyncer", "SyncError"]
+
+log = logging.getLogger(__name__)
+
+REASON_FAILED_TO_UPDATE = "FailedToUpdateEndpointSlices"
+REASON_INVALID_SELECTOR = "InvalidSelector"
+REASON_CONFLICTING_CONTROLLER = "ConflictingController"
+
+
+class SyncError(Exception):
+    """A sync that must be retried (a failed write, or pods skipped for a missing node)."""
+
+
+def _is_deleting(endpoint_slice: Mapping[str, Any]) -> bool:
+    metadata = endpoint_slice.get("metadata")
+    return isinstance(metadata, Mapping) and metadata.get("deletionTimestamp") is not None
+
+
+def _slice_name(endpoint_slice: Mapping[str, Any]) -> str:
+    metadata = endpoint_slice.get("metadata") or {}
+    return str(metadata.get("name") or metadata.get("generateName") or "")
+
+
+class ServiceSyncer:
+    """Syncs Services by key (``namespace/name``); the work queue's handler."""
+
+    def __init__(
+        self,
+        *,
+        indexes: Indexes,
+        writer: SliceWriter,
+        recorder: EventRecorder,
+        metrics: OperatorMetrics,
+        config: ReconcilerConfig,
+        topology: TopologyCache | None,
+    ) -> None:
+        self.indexes = indexes
+        self.writer = writer
+        self.recorder = recorder
+        self.metrics = metrics
+        self.config = config
+        self.topology = topology
+        self.tracker = EndpointSliceTracker()
+        self.trigger_times = TriggerTimeTracker()
+        self.metrics_cache = MetricsCache(config.max_endpoints_per_slice)
+        self._conflicts_reported: set[str] = set()
+
+    async def sync(self, key: str) -> None:
+        """Sync one Service; raises to have the queue retry it."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        result = SyncResult.SUCCESS
+        try:
+            await self._sync(key)
+        except StaleInformerCache:
+            result = SyncResult.STALE
+            raise
+        except Exception:
+            result = SyncResult.ERROR
+            raise
+        finally:
+            self.metrics.record_sync(result, loop.time() - started)
+
+    async def _sync(self, key: str) -> None:
+        entry = self.indexes.services.get(key)
+        if entry is None:
+            self._forget(key)
+            return
+        status = entry.decision.status
+        if status is Status.INVALID_SELECTOR:
+            await self.recorder.record(
+                entry.body,
+                WARNING,
+                REASON_INVALID_SELECTOR,
+                f"Not publishing EndpointSlices: {entry.decision.error}",
+            )
+            return
+        if status is not Status.MANAGED:
+            await self._clean_up(entry)
+            return
+        await self._check_conflict(entry)
+        await self._reconcile(entry)
+
+    def _forget(self, key: str) -> None:
+        """The Service is gone: drop its in-memory state (the garbage collector removes its
+        slices through their ownerReference)."""
+        namespace, name = split_key(key)
+        self.trigger_times.delete_service(namespace, name)
+        self.tracker.delete_service(namespace, name)
+        self.metrics_cache.delete_service(key)
+        if self.topology is not None:
+            self.topology.delete_service(key)
+        self._conflicts_reported.discard(key)
+        self._publish_gauges()
+
+    async def _clean_up(self, entry: ServiceEntry) -> None:
+        """The Service no longer qualifies: delete the slices we manage for it."""
+        slices = [s for s in self.indexes.slices.ours(entry.key) if not _is_deleting(s)]
+        if slices:
+            log.info(
+                "Service %s is no longer managed (%s): deleting %d EndpointSlice(s)",
+                entry.key,
+                entry.decision.status.value,
+                len(slices),
+            )
+        for endpoint_slice in slices:
+            try:
+                await self.writer.delete(endpoint_slice)
+            except ApiError as exc:
+                message = (
+                    f"failed to delete {_slice_name(endpoint_slice)} EndpointSlice for Service "
+                    f"{entry.key}: {exc}"
+                )
+                await self._failed(entry, message)
+                raise SyncError(message) from exc
+            self.tracker.expect_deletion(endpoint_slice)
+            self.metrics.record_change("delete")
+        namespace, name = split_key(entry.key)
+        self.trigger_times.delete_service(namespace, name)
+        self.metrics_cache.delete_service(entry.key)
+        if self.topology is not None:
+            self.topology.delete_service(entry.key)
+        self._conflicts_reported.discard(entry.key)
+        self._publish_gauges()
+
+    async def _check_conflict(self, entry: ServiceEntry) -> None:
+        if not (entry.has_spec_selector and self.indexes.slices.has_upstream(entry.key)):
+            self._conflicts_reported.discard(entry.key)
+            return
+        if entry.key in self._conflicts_reported:
+            return
+        self._conflicts_reported.add(entry.key)
+        await self.recorder.record(
+            entry.body,
+            WARNING,
+            REASON_CONFLICTING_CONTROLLER,
+            "EndpointSlices managed by endpointslice-controller.k8s.io also exist for this "
+            "Service; kube-proxy merges both sets. Remove spec.selector and use the selector "
+            "annotation instead, or disable kube-controller-manager's EndpointSlice controller.",
+        )
+
+    async def _reconcile(self, entry: ServiceEntry) -> None:
+        selector = entry.decision.selector
+        assert selector is not None
+        namespace, name = split_key(entry.key)
+        pods = self.indexes.pods.select(namespace, selector)
+        slices = [s for s in self.indexes.slices.ours(entry.key) if not _is_deleting(s)]
+        if self.tracker.stale_slices(entry.body, slices):
+            raise StaleInformerCache()
+        trigger_time = self.trigger_times.compute_trigger_time(
+            namespace,
+            name,
+            parse_time(entry.body["metadata"].get("creationTimestamp")),
+            {pod.name: parse_time(pod.ready_transition) for pod in pods},
+        )
+        nodes = self.indexes.nodes.subset({pod.node_name for pod in pods if pod.node_name})
+        plan = plan_service(
+            entry.body,
+            pods,
+            nodes,
+            slices,
+            self.config,
+            trigger_time=trigger_time,
+            topology=self.topology,
+        )
+        self._record_plan_metrics(entry.key, plan)
+        for event in plan.events:
+            await self.recorder.record(entry.body, event.type, event.reason, event.message)
+        await self._apply(entry, plan)
+        if plan.errors:
+            message = "; ".join(plan.errors)
+            await self._failed(entry, message)
+            raise SyncError(message)
+
+    def _record_plan_metrics(self, key: str, plan: Plan) -> None:
+        for address_type, numbers in plan.metrics.items():
+            self.metrics.observe_endpoints_per_sync(numbers.added, numbers.removed)
+            self.metrics_cache.update_service(key, address_type, numbers.port_cache)
+        self.metrics_cache.update_traffic_distribution(key, plan.traffic_distribution_label or None)
+        self._publish_gauges()
+
+    async def _apply(self, entry: ServiceEntry, plan: Plan) -> None:
+        """Creates, then updates, then deletes; the first failure stops the rest."""
+        written: dict[str, Any]
+        for endpoint_slice in plan.creates:
+            try:
+                written = await self.writer.create(endpoint_slice)
+            except ApiError as exc:
+                if exc.namespace_terminating:
+                    # Upstream: nothing to do in a namespace being deleted, and not an error.
+                    log.info("Namespace of %s is terminating; not creating slices", entry.key)
+                    return
+                await self._write_failed(entry, "create", endpoint_slice, exc)
+            self.tracker.update(written)
+            self.metrics.record_change("create")
+        for endpoint_slice in plan.updates:
+            try:
+                written = await self.writer.replace(endpoint_slice)
+            except ApiError as exc:
+                await self._write_failed(entry, "update", endpoint_slice, exc)
+            self.tracker.update(written)
+            self.metrics.record_change("update")
+        for existing in plan.deletes:
+            try:
+                await self.writer.delete(existing)
+            except ApiError as exc:
+                await self._write_failed(entry, "delete", existing, exc)
+            self.tracker.expect_deletion(existing)
+            self.metrics.record_change("delete")
+        self.metrics.observe_slices_changed(
+            plan.changed_slices,
+            topology=plan.topology_label,
+            traffic_distribution=plan.traffic_distribution_label,
+        )
+        if plan.write_count:
+            log.info(
+                "Synced %s: %d created, %d updated, %d deleted",
+                entry.key,
+                len(plan.creates),
+                len(plan.updates),
+                len(plan.deletes),
+                extra={"service": entry.key},
+            )
+
+    async def _write_failed(
+        self, entry: ServiceEntry, operation: str, endpoint_slice: Mapping[str, Any], exc: ApiError
+    ) -> NoReturn:
+        if operation == "create":
+            message = f"failed to create EndpointSlice for Service {entry.key}: {exc}"
+        else:
+            message = (
+                f"failed to {operation} {_slice_name(endpoint_slice)} EndpointSlice for Service "
+                f"{entry.key}: {exc}"
+            )
+        await self._failed(entry, message)
+        raise SyncError(message) from exc
+
+    async def _failed(self, entry: ServiceEntry, message: str) -> None:
+        await self.recorder.record(
+            entry.body,
+            WARNING,
+            REASON_FAILED_TO_UPDATE,
+            f"Error updating Endpoint Slices for Service {entry.key}: {message}",
+        )
+
+    def _publish_gauges(self) -> None:
+        cache = self.metrics_cache
+        self.metrics.set_cache_gauges(
+            cache.desired_endpoints,
+            cache.actual_slices,
+            cache.desired_slices,
+            cache.services_by_traffic_distribution(),
+        )
