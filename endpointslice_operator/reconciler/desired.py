@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .endpoints import Endpoint, EndpointKey, EndpointState
+from .endpoints import Endpoint, EndpointKey, EndpointState, new_endpoint
 from .ipaddr import canonical_ip
 from .labels import LABEL_TOPOLOGY_ZONE
 from .ports import PortKey, resolve_ports, service_ports
@@ -134,11 +134,12 @@ def desired_from_service_pods(
     zones = node_zones(nodes)
 
     # Integer target ports resolve the same for every pod; named ones depend on the pod's
-    # container ports, which records share between replicas, so cache by that table.
+    # container ports, which records share between replicas (interned), so cache by the
+    # identity of those tables: the pods keep them alive for the whole call.
     fixed_ports: PortKey | None = None
     if all(isinstance(p.target, int) for p in ports):
         fixed_ports = resolve_ports(ports, _NO_PORTS_POD)
-    resolved_cache: dict[tuple[Any, Any], PortKey] = {}
+    resolved_cache: dict[tuple[int, int], PortKey] = {}
 
     # Typed callers pass records or mappings; anything else is reported, never raised.
     untyped: Iterable[object] = pods
@@ -158,7 +159,7 @@ def desired_from_service_pods(
         if fixed_ports is not None:
             key = fixed_ports
         else:
-            cache_key = (pod.container_ports, pod.sidecar_ports)
+            cache_key = (id(pod.container_ports), id(pod.sidecar_ports))
             cached = resolved_cache.get(cache_key)
             if cached is None:
                 cached = resolved_cache[cache_key] = resolve_ports(ports, pod)
@@ -198,12 +199,19 @@ def desired_from_service_pods(
             terminating,
             ("Pod", pod.namespace, pod.name, pod.uid, "", ""),
         )
-        for group, addresses in ((group_v4, pod.ipv4), (group_v6, pod.ipv6)):
-            if group is None or not addresses:
-                continue
+        pod_namespace = pod.namespace
+        pod_name = pod.name
+        host_key = hostname or ""
+        if group_v4 is not None and pod.ipv4:
+            addresses = pod.ipv4
             sorted_addresses = addresses if len(addresses) == 1 else tuple(sorted(addresses))
-            ep_key: EndpointKey = (sorted_addresses, hostname or "", pod.namespace, pod.name)
-            group.endpoints[ep_key] = Endpoint(ep_key, state, addresses, hostname)
+            ep_key: EndpointKey = (sorted_addresses, host_key, pod_namespace, pod_name)
+            group_v4.endpoints[ep_key] = new_endpoint(ep_key, state, addresses, hostname)
+        if group_v6 is not None and pod.ipv6:
+            addresses = pod.ipv6
+            sorted_addresses = addresses if len(addresses) == 1 else tuple(sorted(addresses))
+            ep_key = (sorted_addresses, host_key, pod_namespace, pod_name)
+            group_v6.endpoints[ep_key] = new_endpoint(ep_key, state, addresses, hostname)
 
     groups: dict[str, dict[PortKey, EndpointGroup]] = {}
     if want_v4:

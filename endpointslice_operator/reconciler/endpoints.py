@@ -12,7 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-__all__ = ["Endpoint", "EndpointKey", "EndpointState", "TargetRef", "endpoint_from_dict"]
+__all__ = [
+    "Endpoint",
+    "EndpointKey",
+    "EndpointState",
+    "TargetRef",
+    "endpoint_from_dict",
+    "new_endpoint",
+]
 
 EndpointKey = tuple[tuple[str, ...], str, str, str]
 """``(sorted addresses, hostname or "", targetRef namespace, targetRef name)``."""
@@ -35,27 +42,40 @@ class Endpoint(NamedTuple):
     def to_dict(self) -> dict[str, Any]:
         """A fresh ``discovery.k8s.io/v1`` endpoint (never carrying hints)."""
         node_name, zone, ready, serving, terminating, target_ref = self.state
-        conditions: dict[str, bool] = {}
-        if ready is not None:
-            conditions["ready"] = ready
-        if serving is not None:
-            conditions["serving"] = serving
-        if terminating is not None:
-            conditions["terminating"] = terminating
+        if ready is not None and serving is not None and terminating is not None:
+            conditions = {"ready": ready, "serving": serving, "terminating": terminating}
+        else:
+            conditions = {
+                field: value
+                for field, value in (
+                    ("ready", ready),
+                    ("serving", serving),
+                    ("terminating", terminating),
+                )
+                if value is not None
+            }
         result: dict[str, Any] = {"addresses": list(self.addresses), "conditions": conditions}
         if self.hostname is not None:
             result["hostname"] = self.hostname
         if target_ref is not None:
             kind, namespace, name, uid, api_version, field_path = target_ref
-            fields = (
-                ("kind", kind),
-                ("namespace", namespace),
-                ("name", name),
-                ("uid", uid),
-                ("apiVersion", api_version),
-                ("fieldPath", field_path),
-            )
-            result["targetRef"] = {field: value for field, value in fields if value}
+            if kind and namespace and name and uid and not api_version and not field_path:
+                result["targetRef"] = {
+                    "kind": kind,
+                    "namespace": namespace,
+                    "name": name,
+                    "uid": uid,
+                }
+            else:
+                fields = (
+                    ("kind", kind),
+                    ("namespace", namespace),
+                    ("name", name),
+                    ("uid", uid),
+                    ("apiVersion", api_version),
+                    ("fieldPath", field_path),
+                )
+                result["targetRef"] = {field: value for field, value in fields if value}
         if node_name is not None:
             result["nodeName"] = node_name
         if zone is not None:
@@ -112,3 +132,13 @@ def endpoint_from_dict(raw: Mapping[str, Any]) -> Endpoint:
         target_ref,
     )
     return Endpoint(key, state, addresses, hostname)
+
+
+def new_endpoint(
+    key: EndpointKey, state: EndpointState, addresses: tuple[str, ...], hostname: str | None
+) -> Endpoint:
+    """``Endpoint(...)`` without the keyword handling of a NamedTuple constructor (hot path)."""
+    return _tuple_new(Endpoint, (key, state, addresses, hostname))
+
+
+_tuple_new = tuple.__new__
