@@ -1,0 +1,213 @@
+"""Event -> queue key rules (reference C.2), with a real ServiceQueue."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from endpointslice_operator.controller.handlers import EventRouter
+from endpointslice_operator.controller.indexes import Indexes
+from endpointslice_operator.controller.queue import ServiceQueue
+from endpointslice_operator.reconciler.topology import TopologyCache
+from endpointslice_operator.reconciler.tracker import EndpointSliceTracker
+
+ENABLED = "endpointslice-operator.io/enabled"
+SELECTOR = "endpointslice-operator.io/selector"
+ME = "endpointslice-operator.io"
+
+
+def service(name: str, selector: dict[str, str] | None, opted_in: bool = True) -> dict[str, Any]:
+    annotations = {ENABLED: "true"} if opted_in else {}
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": f"u-{name}",
+            "annotations": annotations,
+        },
+        "spec": {"selector": selector},
+    }
+
+
+def pod(
+    name: str, labels: dict[str, str], rv: str, *, ready: bool = True, ip: str = "10.0.0.1"
+) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": f"p-{name}",
+            "labels": labels,
+            "resourceVersion": rv,
+        },
+        "status": {
+            "podIPs": [{"ip": ip}],
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
+
+
+class Harness:
+    def __init__(self, batch_period: float = 0.0) -> None:
+        self.indexes = Indexes(
+            enabled_annotation=ENABLED, selector_annotation=SELECTOR, managed_by=ME
+        )
+        self.tracker = EndpointSliceTracker()
+        self.topology = TopologyCache()
+        self.router = EventRouter(
+            indexes=self.indexes,
+            tracker=self.tracker,
+            topology=self.topology,
+            batch_period=batch_period,
+        )
+        self.queue = ServiceQueue(workers=1)
+        self.router.queue = self.queue
+
+    def fresh_queue(self) -> ServiceQueue:
+        self.queue = ServiceQueue(workers=1)
+        self.router.queue = self.queue
+        return self.queue
+
+    def queued(self) -> set[str]:
+        return {key for key in ("ns/a", "ns/b", "ns/c", "ns/plain") if key in self.queue}
+
+
+@pytest.fixture
+async def h() -> Harness:
+    harness = Harness()
+    harness.router.on_service(None, service("a", {"app": "web"}))
+    harness.router.on_service(None, service("b", {"tier": "front"}))
+    harness.router.on_service(None, service("plain", {"app": "web"}, opted_in=False))
+    harness.fresh_queue()
+    return harness
+
+
+async def test_service_events_queue_at_once(h: Harness) -> None:
+    h.router.on_service("MODIFIED", service("a", {"app": "web"}))
+    assert h.queued() == {"ns/a"}
+    assert len(h.queue) == 1
+    # Not opted in and never was, no slices of ours: nothing to do.
+    h.router.on_service("MODIFIED", service("plain", {"app": "x"}, opted_in=False))
+    assert h.queued() == {"ns/a"}
+    # Opting out queues it (cleanup), and so does deletion.
+    h.router.on_service("MODIFIED", service("b", {"tier": "front"}, opted_in=False))
+    h.router.on_service("DELETED", service("a", {"app": "web"}))
+    assert h.queued() == {"ns/a", "ns/b"}
+
+
+async def test_pod_add_and_delete(h: Harness) -> None:
+    h.router.on_pod("ADDED", pod("p1", {"app": "web", "tier": "front"}, "1"))
+    assert h.queued() == {"ns/a", "ns/b"}
+    h.fresh_queue()
+    h.router.on_pod("DELETED", pod("p1", {"app": "web", "tier": "front"}, "2"))
+    assert h.queued() == {"ns/a", "ns/b"}
+
+
+async def test_pod_update_rules(h: Harness) -> None:
+    h.router.on_pod("ADDED", pod("p1", {"app": "web"}, "1"))
+    h.fresh_queue()
+    # same resourceVersion: a resync, ignored
+    h.router.on_pod("MODIFIED", pod("p1", {"app": "web"}, "1"))
+    assert h.queued() == set()
+    # irrelevant change (no readiness/IP/labels change)
+    irrelevant = pod("p1", {"app": "web"}, "2")
+    irrelevant["spec"] = {"nodeName": "n9"}
+    h.router.on_pod("MODIFIED", irrelevant)
+    assert h.queued() == set()
+    # readiness flip: the Services matching the labels
+    h.router.on_pod("MODIFIED", pod("p1", {"app": "web"}, "3", ready=False))
+    assert h.queued() == {"ns/a"}
+    h.fresh_queue()
+    # labels only: symmetric difference (a loses it, b gains it)
+    h.router.on_pod("MODIFIED", pod("p1", {"app": "web", "tier": "front"}, "4", ready=False))
+    assert h.queued() == {"ns/b"}
+    h.fresh_queue()
+    h.router.on_pod("MODIFIED", pod("p1", {"tier": "front"}, "5", ready=False))
+    assert h.queued() == {"ns/a"}
+    h.fresh_queue()
+    # labels and IP change: union
+    h.router.on_pod("MODIFIED", pod("p1", {"app": "web"}, "6", ready=False, ip="10.0.0.2"))
+    assert h.queued() == {"ns/a", "ns/b"}
+
+
+async def test_pod_events_wait_for_the_batch_period() -> None:
+    h = Harness(batch_period=5.0)
+    h.router.on_service(None, service("a", {"app": "web"}))
+    h.fresh_queue()
+    h.router.on_pod("ADDED", pod("p1", {"app": "web"}, "1"))
+    assert h.queue.delayed == 1
+    assert len(h.queue) == 0
+
+
+def _slice(
+    name: str, uid: str, generation: int, *, managed_by: str = ME, service_name: str = "a"
+) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": uid,
+            "generation": generation,
+            "labels": {
+                "kubernetes.io/service-name": service_name,
+                "endpointslice.kubernetes.io/managed-by": managed_by,
+            },
+        }
+    }
+
+
+async def test_slice_events_use_the_tracker(h: Harness) -> None:
+    ours = _slice("a-1", "s1", 1)
+    h.tracker.update(ours)
+    h.router.on_slice("ADDED", ours)
+    assert h.queue.delayed == 0  # our own write coming back
+    changed = copy.deepcopy(ours)
+    changed["metadata"]["generation"] = 2
+    h.router.on_slice("MODIFIED", changed)
+    assert h.queue.delayed == 1  # someone else changed it: requeue after >= 1 s
+    h.fresh_queue()
+    h.tracker.expect_deletion(changed)
+    h.router.on_slice("DELETED", changed)
+    assert h.queue.delayed == 0
+    other = _slice("a-2", "s2", 1)
+    h.tracker.update(other)
+    h.router.on_slice("ADDED", other)
+    h.router.on_slice("DELETED", other)  # deleted by someone else
+    assert h.queue.delayed == 1
+
+
+async def test_upstream_slices_requeue_managed_service(h: Harness) -> None:
+    h.router.on_slice("ADDED", _slice("a-x", "x1", 1, managed_by="endpointslice-controller.k8s.io"))
+    assert h.queued() == {"ns/a"}
+    assert h.indexes.slices.has_upstream("ns/a")
+
+
+async def test_node_changes_refresh_topology(h: Harness) -> None:
+    h.router.topology_live = True
+
+    def node(name: str, zone: str, ready: str = "True") -> dict[str, Any]:
+        return {
+            "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}},
+            "status": {
+                "allocatable": {"cpu": "2"},
+                "conditions": [{"type": "Ready", "status": ready}],
+            },
+        }
+
+    h.router.on_node("ADDED", node("n1", "z1"))
+    assert not h.topology.sufficient_node_info
+    h.router.on_node("ADDED", node("n2", "z2"))
+    assert h.topology.sufficient_node_info
+    assert h.topology.cpu_ratios_by_zone == {"z1": 0.5, "z2": 0.5}
+    h.router.on_node("MODIFIED", node("n2", "z1"))
+    assert not h.topology.sufficient_node_info
+
+
+async def test_malformed_events_are_ignored(h: Harness) -> None:
+    h.router.on_pod("ADDED", {"metadata": {}})
+    h.router.on_service("ADDED", {"metadata": "nonsense"})
+    h.router.on_slice("ADDED", {})
+    h.router.on_node("ADDED", {"metadata": None})
+    assert h.queued() == set()

@@ -1,0 +1,150 @@
+"""The in-memory indexes: slim projections, selector lookups both ways, slice ownership."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from endpointslice_operator.controller.indexes import Indexes, slim_node, slim_service
+from endpointslice_operator.reconciler.records import pod_record
+
+ENABLED = "endpointslice-operator.io/enabled"
+SELECTOR = "endpointslice-operator.io/selector"
+ME = "endpointslice-operator.io"
+
+
+def make_indexes() -> Indexes:
+    return Indexes(enabled_annotation=ENABLED, selector_annotation=SELECTOR, managed_by=ME)
+
+
+def service(
+    name: str, selector: dict[str, str] | None = None, **annotations: str
+) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": f"uid-{name}",
+            "annotations": {ENABLED: "true", **annotations},
+            "labels": {"team": "a"},
+        },
+        "spec": {"selector": selector, "ports": [{"port": 80}], "clusterIP": "10.0.0.1"},
+    }
+
+
+def pod(name: str, labels: dict[str, str], namespace: str = "ns") -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": namespace, "uid": f"p-{name}", "labels": labels},
+        "status": {"podIPs": [{"ip": "10.1.0.1"}]},
+    }
+
+
+def test_slim_service_keeps_what_the_reconciler_reads() -> None:
+    body = service("web", {"app": "web"})
+    body["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = "x" * 999
+    body["metadata"]["annotations"]["service.kubernetes.io/topology-mode"] = "Auto"
+    body["metadata"]["managedFields"] = [{"big": "thing"}]
+    body["status"] = {"loadBalancer": {}}
+    slim = slim_service(body, (ENABLED, SELECTOR))
+    assert slim["metadata"]["annotations"] == {
+        ENABLED: "true",
+        "service.kubernetes.io/topology-mode": "Auto",
+    }
+    assert "managedFields" not in slim["metadata"]
+    assert "status" not in slim
+    assert slim["spec"]["clusterIP"] == "10.0.0.1"
+    assert slim["metadata"]["labels"] == {"team": "a"}
+
+
+def test_slim_node() -> None:
+    node = {
+        "metadata": {
+            "name": "n1",
+            "labels": {"topology.kubernetes.io/zone": "z1", "kubernetes.io/os": "linux"},
+        },
+        "status": {
+            "allocatable": {"cpu": "4", "memory": "1Gi"},
+            "conditions": [
+                {"type": "MemoryPressure", "status": "False"},
+                {"type": "Ready", "status": "True"},
+            ],
+            "images": [{"names": ["a"]}],
+        },
+    }
+    assert slim_node(node) == {
+        "metadata": {"name": "n1", "labels": {"topology.kubernetes.io/zone": "z1"}},
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "allocatable": {"cpu": "4"},
+        },
+    }
+
+
+def test_services_selecting_a_pod() -> None:
+    idx = make_indexes()
+    idx.services.upsert(service("web", {"app": "web"}))
+    idx.services.upsert(service("canary", None, **{SELECTOR: "app in (web,api),track"}))
+    idx.services.upsert(service("nopos", None, **{SELECTOR: "!legacy"}))
+    idx.services.upsert(service("bad", None, **{SELECTOR: "app in"}))
+    unmanaged = service("plain", {"app": "web"})
+    del unmanaged["metadata"]["annotations"][ENABLED]
+    idx.services.upsert(unmanaged)
+    assert idx.services.selecting("ns", {"app": "web"}) == {"ns/web", "ns/nopos"}
+    assert idx.services.selecting("ns", {"app": "web", "track": "x"}) == {
+        "ns/web",
+        "ns/canary",
+        "ns/nopos",
+    }
+    assert idx.services.selecting("ns", {"app": "web", "legacy": "1"}) == {"ns/web"}
+    assert idx.services.selecting("other", {"app": "web"}) == set()
+    # A selector change moves the Service between buckets.
+    idx.services.upsert(service("web", {"app": "api"}))
+    assert "ns/web" not in idx.services.selecting("ns", {"app": "web"})
+    assert "ns/web" in idx.services.selecting("ns", {"app": "api"})
+    idx.services.remove("ns", "web")
+    assert idx.services.selecting("ns", {"app": "api"}) == {"ns/nopos"}
+    assert len(idx.services) == 4
+
+
+def test_pods_selected_by_a_selector() -> None:
+    idx = make_indexes()
+    for i in range(5):
+        idx.pods.put(pod_record(pod(f"web-{i}", {"app": "web", "shard": str(i % 2)})))
+    idx.pods.put(pod_record(pod("db-0", {"app": "db"})))
+    idx.pods.put(pod_record(pod("web-x", {"app": "web"}, namespace="other")))
+    idx.services.upsert(service("web", {"app": "web", "shard": "1"}))
+    entry = idx.services.get("ns/web")
+    assert entry is not None and entry.decision.selector is not None
+    assert [p.name for p in idx.pods.select("ns", entry.decision.selector)] == ["web-1", "web-3"]
+    # relabel web-1 out of the selection, delete web-3
+    idx.pods.put(pod_record(pod("web-1", {"app": "web", "shard": "0"})))
+    idx.pods.remove("ns", "web-3")
+    assert idx.pods.select("ns", entry.decision.selector) == []
+    assert len(idx.pods) == 6
+    assert idx.pods.get("other", "web-x") is not None
+
+
+def _slice(name: str, service_name: str | None, managed_by: str | None) -> dict[str, Any]:
+    labels = {}
+    if service_name is not None:
+        labels["kubernetes.io/service-name"] = service_name
+    if managed_by is not None:
+        labels["endpointslice.kubernetes.io/managed-by"] = managed_by
+    return {"metadata": {"name": name, "namespace": "ns", "labels": labels}}
+
+
+def test_slices_by_owner() -> None:
+    idx = make_indexes()
+    idx.slices.put(_slice("web-1", "web", ME))
+    idx.slices.put(_slice("web-2", "web", "endpointslice-controller.k8s.io"))
+    idx.slices.put(_slice("web-3", "web", "someone-else"))
+    idx.slices.put(_slice("orphan", None, ME))
+    assert [s["metadata"]["name"] for s in idx.slices.ours("ns/web")] == ["web-1"]
+    assert idx.slices.has_upstream("ns/web")
+    assert len(idx.slices) == 4
+    # managed-by flips away from us: no longer ours
+    previous = idx.slices.put(_slice("web-1", "web", "someone-else"))
+    assert previous is not None and previous.managed_by == ME
+    assert idx.slices.ours("ns/web") == []
+    idx.slices.remove(_slice("web-2", "web", "endpointslice-controller.k8s.io"))
+    assert not idx.slices.has_upstream("ns/web")
+    assert idx.counts()["endpointslices"] == 3
