@@ -25,12 +25,20 @@ from . import trafficdist
 from .config import ReconcilerConfig
 from .desired import DesiredEndpoints, EndpointGroup
 from .endpoints import Endpoint, EndpointKey
-from .labels import LABEL_SERVICE_NAME, LAST_CHANGE_TRIGGER_TIME, LabelsFunc, format_trigger_time
+from .labels import LAST_CHANGE_TRIGGER_TIME, LabelsFunc, format_trigger_time
 from .labels import labels_from_service as _labels_from_service
 from .metrics_cache import EfficiencyInfo
 from .plan import AddressTypeMetrics, Plan, PlanEvent
 from .ports import PortKey, port_key_text
-from .slices import Owner, SliceParseCache, SliceView, copy_for_update, new_slice, placeholder_equal
+from .slices import (
+    Owner,
+    SliceParseCache,
+    SliceView,
+    copy_for_update,
+    new_slice,
+    placeholder_equal,
+    service_controller_key,
+)
 from .topology import SliceInfo, TopologyCache, hints_enabled, remove_hints_from_slices
 
 __all__ = ["Reconciler"]
@@ -151,12 +159,12 @@ class Reconciler:
 
     def _forget_hints_of(self, raw: Mapping[str, Any], address_type: Any) -> None:
         assert self.topology is not None
-        metadata = raw.get("metadata")
-        metadata = metadata if isinstance(metadata, Mapping) else {}
-        labels = metadata.get("labels")
-        service = labels.get(LABEL_SERVICE_NAME) if isinstance(labels, Mapping) else None
-        if isinstance(service, str) and service and isinstance(address_type, str):
-            self.topology.remove_hints(f"{metadata.get('namespace', '')}/{service}", address_type)
+        try:
+            key = service_controller_key(raw)
+        except ValueError:
+            return  # upstream logs and carries on
+        if isinstance(address_type, str):
+            self.topology.remove_hints(key, address_type)
 
     def _owned(self, own: Owner, raw: Mapping[str, Any]) -> bool:
         return not self.config.ownership_enforced or own.owns(raw)

@@ -19,6 +19,7 @@ __all__ = [
     "EndpointPort",
     "PortKey",
     "ServicePort",
+    "find_port",
     "port_key",
     "port_key_text",
     "ports_from_dicts",
@@ -129,23 +130,28 @@ def _find(table: tuple[ContainerPort, ...], name: str, protocol: str) -> int | N
     return None
 
 
-def resolve_ports(ports: tuple[ServicePort, ...], pod: PodRecord) -> PortKey:
-    """Upstream ``getEndpointPorts`` + ``FindPort`` for one pod, as a port key.
+def find_port(pod: PodRecord, port: ServicePort) -> int | None:
+    """Upstream ``FindPort``: the target port number for one pod, or ``None``.
 
-    A named target is looked up in the app containers first, then in sidecar init containers,
-    matching the name and the protocol; a service port that does not resolve is left out for
-    this pod.
+    An integer target is used as is. A named one is looked up in the app containers first,
+    then in sidecar init containers (``restartPolicy: Always``), matching the name and the
+    protocol; the first hit wins.
     """
+    target = port.target
+    if not isinstance(target, str):
+        return target
+    number = _find(pod.container_ports, target, port.protocol)
+    if number is None:
+        number = _find(pod.sidecar_ports, target, port.protocol)
+    return number
+
+
+def resolve_ports(ports: tuple[ServicePort, ...], pod: PodRecord) -> PortKey:
+    """Upstream ``getEndpointPorts`` for one pod, as a port key: a service port whose target
+    does not resolve for this pod is left out (for this pod only)."""
     resolved: list[EndpointPort] = []
     for port in ports:
-        target = port.target
-        if isinstance(target, str):
-            number = _find(pod.container_ports, target, port.protocol)
-            if number is None:
-                number = _find(pod.sidecar_ports, target, port.protocol)
-                if number is None:
-                    continue
-        else:
-            number = target
-        resolved.append((port.name, number, port.protocol, port.app_protocol))
+        number = find_port(pod, port)
+        if number is not None:
+            resolved.append((port.name, number, port.protocol, port.app_protocol))
     return port_key(resolved)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .endpoints import Endpoint, endpoint_from_dict
+from .labels import LABEL_SERVICE_NAME
 from .ports import PortKey, ports_from_dicts, ports_to_dicts
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "generate_name_prefix",
     "new_slice",
     "placeholder_equal",
+    "service_controller_key",
 ]
 
 API_VERSION = "discovery.k8s.io/v1"
@@ -94,6 +96,23 @@ class Owner:
             ):
                 return True
         return False
+
+
+def service_controller_key(slice_: Mapping[str, Any] | None) -> str:
+    """Upstream ``ServiceControllerKey``: ``namespace/<service-name label>`` of a slice.
+
+    Raises ``ValueError`` when there is no slice or it lacks the service-name label.
+    """
+    if slice_ is None:
+        raise ValueError("nil EndpointSlice passed to ServiceControllerKey()")
+    metadata = slice_.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    labels = metadata.get("labels")
+    service = labels.get(LABEL_SERVICE_NAME) if isinstance(labels, Mapping) else None
+    if not isinstance(service, str) or not service:
+        raise ValueError(f"EndpointSlice missing {LABEL_SERVICE_NAME} label")
+    namespace = metadata.get("namespace")
+    return f"{namespace if isinstance(namespace, str) else ''}/{service}"
 
 
 def generate_name_prefix(name: str) -> str:
