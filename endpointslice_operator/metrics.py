@@ -264,9 +264,11 @@ class WorkqueueMetrics:
         registry.register(self._in_flight)
 
     def register_queue(self, name: str, probe: InFlightProbe) -> None:
-        """Create the queue's series and read its in-flight gauges from ``probe`` when scraped."""
-        if name in self._in_flight.probes and self._in_flight.probes[name] is not probe:
-            raise ValueError(f"a work queue named {name!r} is already registered")
+        """Create the queue's series and read its in-flight gauges from ``probe`` when scraped.
+
+        A queue registered under a name already in use replaces the earlier one (a new leader
+        term builds a fresh queue); the counters and histograms carry on accumulating.
+        """
         self._in_flight.probes[name] = probe
         self.depth.labels(name).set(0)
         self.adds.labels(name)

@@ -381,12 +381,21 @@ async def test_queue_duration_measures_time_spent_waiting_for_a_worker() -> None
     assert total == pytest.approx(3)  # "a" waited 0 s, "b" 3 s
 
 
-def test_two_queues_with_the_same_name_cannot_share_metrics() -> None:
+async def test_a_new_queue_under_the_same_name_takes_over_the_metrics() -> None:
     metrics = OperatorMetrics()
-    ServiceQueue(metrics=metrics.workqueue)
-    with pytest.raises(ValueError, match="already registered"):
-        ServiceQueue(metrics=metrics.workqueue)
-    ServiceQueue(name="other", metrics=metrics.workqueue)
+    first = ServiceQueue(metrics=metrics.workqueue)
+    first.add("a")
+    await first.stop()
+    second = ServiceQueue(metrics=metrics.workqueue)  # e.g. the next leader term
+    labels = {"name": "endpoint_slice"}
+    assert metrics.sample_value("workqueue_depth", labels) == 0
+    assert metrics.sample_value("workqueue_adds_total", labels) == 1  # counters carry on
+    second.add("b")
+    runner = asyncio.create_task(second.run(Recorder(lambda _: asyncio.sleep(5))))
+    await asyncio.sleep(2)
+    assert metrics.sample_value("workqueue_longest_running_processor_seconds", labels) == 2
+    await second.stop()
+    await runner
 
 
 @pytest.mark.parametrize(
