@@ -1,0 +1,570 @@
+"""``endpointslice-operator plan``: the EndpointSlice writes the operator would make, offline.
+
+Reads Services, Pods, Nodes and EndpointSlices from YAML or JSON manifests (multi-document
+files, ``kind: List`` and typed lists such as ``PodList`` included), plans every Service (or
+the ones named with ``--service``) exactly as the operator's sync does, and prints the result:
+
+* ``-o yaml`` (default): one document per write, each preceded by a comment line
+  ``# create|update|delete <namespace>/<name or generateName>``;
+* ``-o diff``: a unified diff, per write, from the existing slice to the one written;
+* ``-o summary``: one line per Service with its counts.
+
+Notes for a Service (pods skipped for a missing node, topology events, a Service that is not
+opted in) go to standard error, so standard output stays a clean document stream.
+
+Exit status: 0 on success (with or without writes), 2 for bad usage or unreadable input, with
+one error line on standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TextIO
+
+import yaml
+from pydantic import ValidationError
+
+from endpointslice_operator.controller.optin import Status, evaluate, is_opted_in
+from endpointslice_operator.reconciler import Plan, ReconcilerConfig, plan_service
+from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY, LABEL_SERVICE_NAME
+from endpointslice_operator.reconciler.trigger_time import (
+    TriggerTimeTracker,
+    parse_time,
+    pod_ready_times,
+)
+
+__all__ = ["InputError", "Manifests", "load_manifests", "main"]
+
+DEFAULT_CONTROLLER_NAME = "endpointslice-operator.io"
+DEFAULT_ANNOTATION_PREFIX = "endpointslice-operator.io"
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+# Fields the API server sets; left out of diffs so that they show what a write changes.
+_SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields")
+
+Operation = Literal["create", "update", "delete"]
+Output = Literal["yaml", "diff", "summary"]
+
+
+class InputError(Exception):
+    """A manifest that cannot be read or understood; the message names the file."""
+
+
+# --- Reading manifests ---------------------------------------------------------------------
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML 1.1 safe loading, except that timestamps stay strings as the API returns them."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+@dataclass
+class Manifests:
+    """The objects the plan needs, keyed like the API keys them (later documents win)."""
+
+    services: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    pods: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    slices: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+
+
+def _expand(paths: Sequence[str], *, recursive: bool) -> Iterator[str]:
+    for raw in paths:
+        if raw == "-":
+            yield raw
+            continue
+        path = Path(raw)
+        if not path.is_dir():
+            yield raw
+            continue
+        pattern = "**/*" if recursive else "*"
+        found = sorted(
+            p for p in path.glob(pattern) if p.is_file() and p.suffix in MANIFEST_SUFFIXES
+        )
+        if not found:
+            raise InputError(
+                f"{raw}: no manifests in this directory (looked for {', '.join(MANIFEST_SUFFIXES)}"
+                f"{'' if recursive else '; use -R for subdirectories'})"
+            )
+        yield from (str(p) for p in found)
+
+
+def _documents(source: str, text: str) -> Iterator[tuple[str, object]]:
+    try:
+        for index, document in enumerate(yaml.load_all(text, Loader=_Loader), start=1):
+            yield f"{source}: document {index}", document
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"{source}: not valid YAML or JSON{where}: {problem}") from None
+
+
+def _objects(where: str, document: object) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """The Kubernetes objects of one document, with lists (``kind: List``, ``PodList``...)
+    flattened."""
+    if document is None:
+        return
+    if not isinstance(document, Mapping):
+        raise InputError(
+            f"{where}: expected a Kubernetes object, found a {type(document).__name__}"
+        )
+    kind = document.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise InputError(f"{where}: the object has no kind")
+    if kind.endswith("List") and "items" in document:
+        items = document["items"]
+        if items is None:
+            return
+        if not isinstance(items, list):
+            raise InputError(f"{where}: {kind}.items is not a list")
+        item_kind = kind.removesuffix("List")
+        for index, item in enumerate(items):
+            if isinstance(item, Mapping) and "kind" not in item and item_kind:
+                item = {"kind": item_kind, **item}
+            yield from _objects(f"{where}, item {index}", item)
+        return
+    yield where, document
+
+
+_NAMESPACED = {"Service", "Pod", "EndpointSlice"}
+
+
+def _identity(where: str, obj: Mapping[str, Any], default_namespace: str) -> tuple[str, str]:
+    kind = obj["kind"]
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, Mapping):
+        raise InputError(f"{where}: the {kind} has no metadata")
+    name = metadata.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError(f"{where}: the {kind} has no metadata.name")
+    if kind not in _NAMESPACED:
+        return "", name
+    namespace = metadata.get("namespace") or default_namespace
+    if not isinstance(namespace, str):
+        raise InputError(f"{where}: the {kind} {name} has an invalid metadata.namespace")
+    return namespace, name
+
+
+def _with_namespace(obj: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+    metadata = dict(obj["metadata"])
+    metadata["namespace"] = namespace
+    return {**obj, "metadata": metadata}
+
+
+def load_manifests(
+    paths: Sequence[str],
+    *,
+    recursive: bool = False,
+    default_namespace: str = "default",
+    stdin: TextIO | None = None,
+) -> Manifests:
+    """Read the Services, Pods, Nodes and EndpointSlices from files, directories or ``-``.
+
+    Other kinds are ignored. Namespaced objects without a namespace get ``default_namespace``,
+    as ``kubectl`` would give them. Raises :class:`InputError` for anything unreadable.
+    """
+    manifests = Manifests()
+    if list(paths).count("-") > 1:
+        raise InputError("-: standard input can only be read once")
+    for source in _expand(paths, recursive=recursive):
+        if source == "-":
+            label = "<stdin>"
+            try:
+                text = (stdin or sys.stdin).read()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InputError(f"{label}: cannot read standard input: {exc}") from None
+        else:
+            try:
+                text = Path(source).read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                raise InputError(f"{source}: not a text file (expected UTF-8 YAML or JSON)")
+            except OSError as exc:
+                raise InputError(f"{source}: {exc.strerror or exc}") from None
+            label = source
+        for where, document in _documents(label, text):
+            for obj_where, obj in _objects(where, document):
+                _add(manifests, obj_where, obj, default_namespace)
+    return manifests
+
+
+def _add(manifests: Manifests, where: str, obj: Mapping[str, Any], default_ns: str) -> None:
+    kind = obj["kind"]
+    api_version = obj.get("apiVersion")
+    if kind in ("Service", "Pod", "Node") and api_version not in (None, "v1"):
+        return
+    if kind == "EndpointSlice" and api_version not in (None, "discovery.k8s.io/v1"):
+        return
+    if kind not in ("Service", "Pod", "Node", "EndpointSlice"):
+        return
+    namespace, name = _identity(where, obj, default_ns)
+    if kind == "Node":
+        manifests.nodes[name] = dict(obj)
+        return
+    namespaced = _with_namespace(obj, namespace)
+    if kind == "Service":
+        manifests.services[(namespace, name)] = namespaced
+    elif kind == "Pod":
+        manifests.pods[(namespace, name)] = namespaced
+    else:
+        manifests.slices[(namespace, name)] = namespaced
+
+
+# --- Planning ------------------------------------------------------------------------------
+
+
+@dataclass
+class ServiceResult:
+    """What planning one Service produced."""
+
+    key: str
+    writes: list[tuple[Operation, Mapping[str, Any]]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    skipped: str | None = None
+    plan: Plan | None = None
+
+
+def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    labels = (obj.get("metadata") or {}).get("labels")
+    return labels if isinstance(labels, Mapping) else {}
+
+
+def _as_opted_in(service: Mapping[str, Any], enabled_annotation: str) -> dict[str, Any]:
+    """The Service as if it carried the opt-in annotation (and named no other controller)."""
+    metadata = dict(service.get("metadata") or {})
+    annotations = dict(metadata.get("annotations") or {})
+    annotations[enabled_annotation] = "true"
+    metadata["annotations"] = annotations
+    labels = dict(metadata.get("labels") or {})
+    labels.pop("service.kubernetes.io/endpoint-controller-name", None)
+    metadata["labels"] = labels
+    return {**service, "metadata": metadata}
+
+
+def _ours(
+    manifests: Manifests, namespace: str, name: str, controller_name: str
+) -> list[dict[str, Any]]:
+    """The existing slices the operator would list for the Service, as its index does."""
+    ours = []
+    for (slice_namespace, _), endpoint_slice in manifests.slices.items():
+        labels = _labels(endpoint_slice)
+        if (
+            slice_namespace == namespace
+            and labels.get(LABEL_SERVICE_NAME) == name
+            and labels.get(LABEL_MANAGED_BY) == controller_name
+            and endpoint_slice["metadata"].get("deletionTimestamp") is None
+        ):
+            ours.append(endpoint_slice)
+    return ours
+
+
+def plan_manifests(
+    manifests: Manifests,
+    services: Iterable[tuple[str, str]],
+    config: ReconcilerConfig,
+    *,
+    annotation_prefix: str,
+    opted_in_only: bool,
+) -> list[ServiceResult]:
+    """Plan each Service as the operator's first sync of it would."""
+    enabled_annotation = f"{annotation_prefix}/enabled"
+    selector_annotation = f"{annotation_prefix}/selector"
+    nodes = list(manifests.nodes.values())
+    results = []
+    for namespace, name in services:
+        service = manifests.services[(namespace, name)]
+        result = ServiceResult(f"{namespace}/{name}")
+        results.append(result)
+        existing = _ours(manifests, namespace, name, config.controller_name)
+        opted_in = is_opted_in(
+            service, enabled_annotation=enabled_annotation, managed_by=config.controller_name
+        )
+        candidate = (
+            service if opted_in or opted_in_only else _as_opted_in(service, enabled_annotation)
+        )
+        decision = evaluate(
+            candidate,
+            enabled_annotation=enabled_annotation,
+            selector_annotation=selector_annotation,
+            managed_by=config.controller_name,
+        )
+        if not opted_in and not opted_in_only:
+            result.notes.append(
+                f'not opted in (no {enabled_annotation}: "true" annotation); planned as if it were'
+            )
+        if decision.status is Status.INVALID_SELECTOR:
+            result.skipped = "invalid selector"
+            result.notes.append(f"not publishing EndpointSlices: {decision.error}")
+            continue
+        if decision.status is not Status.MANAGED:
+            # The operator deletes the slices it made for a Service that no longer qualifies.
+            result.skipped = decision.status.value
+            result.writes = [("delete", endpoint_slice) for endpoint_slice in existing]
+            continue
+        selector = decision.selector
+        assert selector is not None
+        pods = sorted(
+            (
+                pod
+                for (pod_namespace, _), pod in manifests.pods.items()
+                if pod_namespace == namespace and selector.matches(_labels(pod))
+            ),
+            key=lambda pod: str(pod["metadata"]["name"]),
+        )
+        trigger_time = TriggerTimeTracker().compute_trigger_time(
+            namespace,
+            name,
+            parse_time((service.get("metadata") or {}).get("creationTimestamp")),
+            pod_ready_times(pods),
+        )
+        try:
+            plan = plan_service(service, pods, nodes, existing, config, trigger_time=trigger_time)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise InputError(
+                f"Service {result.key}: cannot plan it from these manifests: {exc}"
+            ) from None
+        result.plan = plan
+        result.writes = [
+            *(("create", s) for s in plan.creates),
+            *(("update", s) for s in plan.updates),
+            *(("delete", s) for s in plan.deletes),
+        ]
+        result.notes.extend(f"error: {error}" for error in plan.errors)
+        result.notes.extend(
+            f"event {event.type} {event.reason}: {event.message}" for event in plan.events
+        )
+    return results
+
+
+# --- Output --------------------------------------------------------------------------------
+
+
+def _slice_ref(endpoint_slice: Mapping[str, Any]) -> str:
+    metadata = endpoint_slice.get("metadata") or {}
+    name = metadata.get("name") or metadata.get("generateName") or ""
+    return f"{metadata.get('namespace', '')}/{name}"
+
+
+def _deletion(endpoint_slice: Mapping[str, Any]) -> dict[str, Any]:
+    metadata = endpoint_slice.get("metadata") or {}
+    return {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {"name": metadata.get("name"), "namespace": metadata.get("namespace")},
+    }
+
+
+def _dump(document: Mapping[str, Any], *, sort_keys: bool = False) -> str:
+    return yaml.safe_dump(dict(document), sort_keys=sort_keys, default_flow_style=False)
+
+
+def _without_server_fields(endpoint_slice: Mapping[str, Any]) -> dict[str, Any]:
+    metadata = {
+        key: value
+        for key, value in (endpoint_slice.get("metadata") or {}).items()
+        if key not in _SERVER_FIELDS
+    }
+    return {**endpoint_slice, "metadata": metadata}
+
+
+def render_yaml(results: Sequence[ServiceResult]) -> str:
+    documents = []
+    for result in results:
+        for operation, endpoint_slice in result.writes:
+            body = _deletion(endpoint_slice) if operation == "delete" else endpoint_slice
+            documents.append(f"# {operation} {_slice_ref(endpoint_slice)}\n{_dump(body)}")
+    return "---\n".join(documents)
+
+
+def render_diff(results: Sequence[ServiceResult], manifests: Manifests) -> str:
+    chunks = []
+    for result in results:
+        for operation, endpoint_slice in result.writes:
+            metadata = endpoint_slice.get("metadata") or {}
+            ref = _slice_ref(endpoint_slice)
+            before: Mapping[str, Any] | None = None
+            if operation != "create":
+                key = (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
+                before = manifests.slices.get(key)
+            after = None if operation == "delete" else endpoint_slice
+            old = _dump(_without_server_fields(before), sort_keys=True) if before else ""
+            new = _dump(_without_server_fields(after), sort_keys=True) if after else ""
+            chunks.append(
+                "".join(
+                    difflib.unified_diff(
+                        old.splitlines(keepends=True),
+                        new.splitlines(keepends=True),
+                        fromfile=f"a/{ref}" if before else "/dev/null",
+                        tofile=f"b/{ref}" if after else "/dev/null",
+                    )
+                )
+            )
+    return "".join(chunks)
+
+
+def render_summary(results: Sequence[ServiceResult]) -> str:
+    width = max((len(result.key) for result in results), default=0)
+    lines = []
+    for result in results:
+        counts = dict.fromkeys(("create", "update", "delete"), 0)
+        for operation, _ in result.writes:
+            counts[operation] += 1
+        line = f"{result.key:<{width}}  " + " ".join(f"{op}={n}" for op, n in counts.items())
+        if result.plan is not None:
+            endpoints = sum(m.desired_endpoints for m in result.plan.metrics.values())
+            slices = sum(m.actual_slices for m in result.plan.metrics.values())
+            line += f" endpoints={endpoints} slices={slices}"
+            if result.plan.errors:
+                line += f" errors={len(result.plan.errors)}"
+        else:
+            line += f" skipped={result.skipped}"
+        lines.append(line + "\n")
+    return "".join(lines)
+
+
+# --- Command line --------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="endpointslice-operator plan",
+        description=(
+            "Print the EndpointSlice writes the operator would make for the Services in the "
+            "given manifests (Services, Pods, Nodes and existing EndpointSlices), without a "
+            "cluster."
+        ),
+    )
+    parser.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="a YAML/JSON manifest, a directory of them, or - for standard input (repeatable)",
+    )
+    parser.add_argument(
+        "-R", "--recursive", action="store_true", help="also read subdirectories of directories"
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=("yaml", "diff", "summary"),
+        default="yaml",
+        help="yaml: the writes as documents (default); diff: unified diffs; summary: counts",
+    )
+    parser.add_argument(
+        "--service",
+        action="append",
+        default=[],
+        metavar="NS/NAME",
+        help="plan only this Service (repeatable; NAME alone means the default namespace)",
+    )
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        default="default",
+        help="namespace of objects that do not name one (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--controller-name",
+        default=DEFAULT_CONTROLLER_NAME,
+        help="managed-by value of the operator's slices (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-endpoints-per-slice",
+        type=int,
+        default=100,
+        metavar="N",
+        help="endpoints per slice, 1..1000 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--annotation-prefix",
+        default=DEFAULT_ANNOTATION_PREFIX,
+        help="prefix of the opt-in and selector annotations (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--opted-in-only",
+        action="store_true",
+        help="treat Services without the opt-in as the operator does (no slices; ours deleted)",
+    )
+    return parser
+
+
+def _service_keys(
+    requested: Sequence[str], manifests: Manifests, default_namespace: str
+) -> list[tuple[str, str]]:
+    if not requested:
+        return list(manifests.services)
+    keys = []
+    for text in requested:
+        namespace, _, name = text.rpartition("/")
+        key = (namespace or default_namespace, name)
+        if not name or key not in manifests.services:
+            raise InputError(f"--service {text}: no such Service in the input")
+        if key not in keys:
+            keys.append(key)
+    return keys
+
+
+def _config_error(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    option = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "configuration"
+    return f"{option}: {first['msg']}"
+
+
+def main(argv: list[str]) -> int:
+    """Run ``endpointslice-operator plan``; returns the exit status."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error already printed by argparse
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        config = ReconcilerConfig(
+            controller_name=args.controller_name,
+            max_endpoints_per_slice=args.max_endpoints_per_slice,
+        )
+    except ValidationError as exc:
+        sys.stderr.write(f"plan: {_config_error(exc)}\n")
+        return 2
+    try:
+        manifests = load_manifests(
+            args.filename, recursive=args.recursive, default_namespace=args.namespace
+        )
+        keys = _service_keys(args.service, manifests, args.namespace)
+        results = plan_manifests(
+            manifests,
+            keys,
+            config,
+            annotation_prefix=args.annotation_prefix,
+            opted_in_only=args.opted_in_only,
+        )
+    except InputError as exc:
+        sys.stderr.write(f"plan: {exc}\n")
+        return 2
+
+    if not results:
+        sys.stderr.write("plan: no Services in the input\n")
+    for result in results:
+        if result.plan is not None and not result.writes:
+            result.notes.append("up to date, no writes")
+        for note in result.notes:
+            sys.stderr.write(f"plan: {result.key}: {note}\n")
+    output: Output = args.output
+    if output == "summary":
+        sys.stdout.write(render_summary(results))
+    elif output == "diff":
+        sys.stdout.write(render_diff(results, manifests))
+    else:
+        sys.stdout.write(render_yaml(results))
+    return 0
