@@ -1,0 +1,537 @@
+"""The HTTP face of the emulator: URL routing, verbs, content types, watch streaming."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from endpointslice_operator.testing import resources
+from endpointslice_operator.testing.errors import ApiError, bad_request, expired
+from endpointslice_operator.testing.faults import FaultInjector
+from endpointslice_operator.testing.requestlog import RequestLog, RequestRecord
+from endpointslice_operator.testing.resources import ResourceInfo
+from endpointslice_operator.testing.selectors import parse_field_selector, parse_label_selector
+from endpointslice_operator.testing.store import Store, Stored
+from endpointslice_operator.testing.watch import DELETED, Event, bookmark_line, encode, error_line
+
+if TYPE_CHECKING:
+    from endpointslice_operator.testing.server import Emulator
+
+logger = logging.getLogger(__name__)
+
+JSON = dict[str, Any]
+JSON_TYPE = "application/json"
+DEFAULT_WATCH_TIMEOUT = 1800.0  # kube-apiserver's --min-request-timeout
+# Kinds whose DELETE answers with the object rather than a Status (ReturnDeletedObject).
+RETURNS_DELETED_OBJECT = frozenset({"pods"})
+NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+TRUE = ("true", "1")
+NAMESPACE_MISMATCH = (
+    "the namespace of the provided object does not match the namespace sent on the request"
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A parsed resource URL."""
+
+    info: ResourceInfo
+    namespace: str | None
+    name: str
+    subresource: str
+
+
+def json_response(
+    body: Any, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    raw = body if isinstance(body, bytes) else encode(body)
+    return web.Response(body=raw, status=status, content_type=JSON_TYPE, headers=headers)
+
+
+def error_response(error: ApiError) -> web.Response:
+    return json_response(error.status(), error.code, error.headers or None)
+
+
+def _encode_continue(rv: int, namespace: str, name: str) -> str:
+    token = encode({"rv": rv, "start": [namespace, name]})
+    return base64.urlsafe_b64encode(token).decode().rstrip("=")
+
+
+def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        data = json.loads(raw)
+        return int(data["rv"]), (str(data["start"][0]), str(data["start"][1]))
+    except (binascii.Error, ValueError, KeyError, IndexError, TypeError):
+        raise bad_request("continue key is not valid: incorrect encoded start resourceVersion")
+
+
+class ApiApp:
+    """Routes requests to the store; one instance per emulator."""
+
+    def __init__(self, emulator: Emulator) -> None:
+        self.emulator = emulator
+        self.store: Store = emulator.store
+        self.log: RequestLog = emulator.requests
+        self.injector: FaultInjector = emulator.injector
+        self.app = web.Application(client_max_size=64 * 1024 * 1024)
+        self.app.router.add_route("*", "/{tail:.*}", self.handle)
+
+    # -----------------------------------------------------------------------------------------
+    # Entry point
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        parts = [p for p in path.split("/") if p]
+        try:
+            discovery = self._discovery(request, parts)
+            if discovery is not None:
+                self._record(
+                    "discovery" if request.method == "GET" else request.method.lower(),
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    discovery.status,
+                    path,
+                )
+                return discovery
+            target = self._parse_target(parts)
+        except ApiError as error:
+            self._record("get", "", "", "", "", "", error.code, path)
+            return error_response(error)
+        verb = self._verb(request, target)
+        info = target.info
+
+        def record(code: int) -> None:
+            self._record(
+                verb,
+                info.plural,
+                info.group,
+                target.subresource,
+                target.namespace or "",
+                target.name,
+                code,
+                path,
+            )
+
+        try:
+            delay = self.injector.latency_for(verb, info.plural, info.group)
+            if delay:
+                await asyncio.sleep(delay)
+            failure = self.injector.failure_for(verb, info.plural, info.group, target.name)
+            if failure is not None:
+                raise failure
+            if verb == "watch":
+                return await self._watch(request, target, record)
+            response = await self._dispatch(verb, request, target)
+        except ApiError as error:
+            record(error.code)
+            return error_response(error)
+        record(response.status)
+        return response
+
+    def _record(
+        self,
+        verb: str,
+        resource: str,
+        group: str,
+        subresource: str,
+        namespace: str,
+        name: str,
+        code: int,
+        path: str,
+    ) -> None:
+        self.log.append(
+            RequestRecord(verb, resource, group, subresource, namespace, name, code, path)
+        )
+
+    # -----------------------------------------------------------------------------------------
+    # Discovery and non-resource URLs
+
+    def _discovery(self, request: web.Request, parts: list[str]) -> web.Response | None:
+        registry = self.store.registry
+        n = len(parts)
+        if request.method != "GET":
+            if n <= 1 or (parts[0] == "apis" and n <= 3) or (parts[0] == "api" and n <= 2):
+                raise ApiError(
+                    405, "the server does not allow this method on the requested resource"
+                )
+            return None
+        if n == 0:
+            paths = ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"]
+            paths += [f"/apis/{g}" for g in registry.groups()]
+            paths += [f"/apis/{g}/{v}" for g, vs in registry.groups().items() for v in vs]
+            return json_response({"paths": sorted(paths)})
+        head = parts[0]
+        if n == 1 and head in ("healthz", "livez", "readyz"):
+            return web.Response(text="ok", content_type="text/plain")
+        if n == 1 and head == "version":
+            return json_response(resources.VERSION_INFO)
+        if head == "openapi" or head == "swagger.json":
+            raise ApiError(404, "the server could not find the requested resource")
+        if head == "api":
+            if n == 1:
+                return json_response(resources.api_versions(f"{request.host}"))
+            if n == 2:
+                if parts[1] != "v1":
+                    raise ApiError(404, "the server could not find the requested resource")
+                return json_response(resources.api_resource_list(registry, "", "v1"))
+            return None
+        if head == "apis":
+            if n == 1:
+                return json_response(resources.api_group_list(registry))
+            if n == 2:
+                return json_response(resources.api_group(registry, parts[1]))
+            if n == 3:
+                return json_response(resources.api_resource_list(registry, parts[1], parts[2]))
+            return None
+        raise ApiError(404, "the server could not find the requested resource")
+
+    def _parse_target(self, parts: list[str]) -> Target:
+        if parts[0] == "api":
+            group, version, rest = "", parts[1], parts[2:]
+        else:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        namespace: str | None = None
+        if (
+            len(rest) >= 3
+            and rest[0] == "namespaces"
+            and not (len(rest) == 3 and rest[2] in NAMESPACE_SUBRESOURCES and not group)
+        ):
+            namespace, rest = rest[1], rest[2:]
+        if not rest or len(rest) > 3:
+            raise ApiError(404, "the server could not find the requested resource")
+        info = self.store.registry.by_url(group, version, rest[0])
+        if info.namespaced is False and namespace is not None:
+            raise ApiError(404, "the server could not find the requested resource")
+        name = rest[1] if len(rest) >= 2 else ""
+        subresource = rest[2] if len(rest) == 3 else ""
+        if subresource and subresource not in info.subresources:
+            raise ApiError(404, "the server could not find the requested resource")
+        return Target(info, namespace, name, subresource)
+
+    @staticmethod
+    def _verb(request: web.Request, target: Target) -> str:
+        method = request.method
+        if method == "GET":
+            if target.name:
+                return "get"
+            return "watch" if request.query.get("watch", "").lower() in TRUE else "list"
+        if method == "POST":
+            return "create"
+        if method == "PUT":
+            return "update"
+        if method == "PATCH":
+            return "patch"
+        if method == "DELETE":
+            return "delete" if target.name else "deletecollection"
+        return method.lower()
+
+    # -----------------------------------------------------------------------------------------
+    # Verbs
+
+    async def _dispatch(self, verb: str, request: web.Request, target: Target) -> web.Response:
+        info, ns, name = target.info, target.namespace, target.name
+        query = request.query
+        dry_run = "All" in query.getall("dryRun", [])
+        if verb == "get":
+            return json_response(self.store.stored(info, ns, name).raw)
+        if verb == "list":
+            return self._list(request, target)
+        if verb == "create":
+            if target.name:
+                raise ApiError(
+                    405, "the server does not allow this method on the requested resource"
+                )
+            body = await self._body(request)
+            self._check_body_namespace(info, ns, body)
+            result = self.store.api_create(info, body, dry_run=dry_run)
+            return json_response(result.raw, 201)
+        if not name:
+            if verb == "deletecollection":
+                return await self._delete_collection(request, target, dry_run)
+            raise ApiError(405, "the server does not allow this method on the requested resource")
+        if verb == "update":
+            body = await self._body(request)
+            self._check_body_namespace(info, ns, body)
+            existed = self._exists(info, ns, name)
+            result = self.store.api_update(
+                info, ns, name, body, subresource=target.subresource or None, dry_run=dry_run
+            )
+            return json_response(result.raw, 200 if existed else 201)
+        if verb == "patch":
+            content_type = request.headers.get("Content-Type", "")
+            patch = await self._body(request, any_json=True)
+            result = self.store.api_patch(
+                info,
+                ns,
+                name,
+                patch,
+                content_type,
+                subresource=target.subresource or None,
+                dry_run=dry_run,
+            )
+            return json_response(result.raw)
+        if verb == "delete":
+            options = await self._delete_options(request)
+            result = self.store.api_delete(info, ns, name, dry_run=dry_run, **options)
+            return self._deleted_response(info, result)
+        raise ApiError(405, "the server does not allow this method on the requested resource")
+
+    def _exists(self, info: ResourceInfo, ns: str | None, name: str) -> bool:
+        try:
+            self.store.stored(info, ns, name)
+        except ApiError:
+            return False
+        return True
+
+    @staticmethod
+    def _check_body_namespace(info: ResourceInfo, ns: str | None, body: JSON) -> None:
+        if not info.namespaced:
+            return
+        meta = (
+            body.setdefault("metadata", {}) if isinstance(body.get("metadata"), dict | None) else {}
+        )
+        if body.get("metadata") is None:
+            body["metadata"] = meta
+        given = meta.get("namespace")
+        if given and given != ns:
+            raise bad_request(NAMESPACE_MISMATCH)
+        meta["namespace"] = ns
+
+    @staticmethod
+    async def _body(request: web.Request, *, any_json: bool = False) -> Any:
+        raw = await request.read()
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError as error:
+            raise bad_request(f"couldn't get version/kind; json parse error: {error}")
+        if any_json:
+            return body
+        if not isinstance(body, dict):
+            raise bad_request("the request body must be a JSON object")
+        return body
+
+    async def _delete_options(self, request: web.Request) -> JSON:
+        query = request.query
+        raw = await request.read()
+        body: JSON = {}
+        if raw:
+            try:
+                parsed = json.loads(raw)
+            except ValueError as error:
+                raise bad_request(f"invalid DeleteOptions: {error}")
+            if isinstance(parsed, dict):
+                body = parsed
+        policy = body.get("propagationPolicy") or query.get("propagationPolicy")
+        orphan = body.get("orphanDependents")
+        if orphan is None and "orphanDependents" in query:
+            orphan = query["orphanDependents"].lower() in TRUE
+        if policy is None and orphan is not None:
+            policy = "Orphan" if orphan else "Background"
+        grace = body.get("gracePeriodSeconds")
+        if grace is None and "gracePeriodSeconds" in query:
+            try:
+                grace = int(query["gracePeriodSeconds"])
+            except ValueError:
+                raise bad_request("gracePeriodSeconds must be an integer")
+        return {
+            "propagation_policy": policy,
+            "preconditions": body.get("preconditions"),
+            "grace_period_seconds": grace,
+        }
+
+    def _deleted_response(self, info: ResourceInfo, result: Event | Stored) -> web.Response:
+        gone = isinstance(result, Event) and result.type == DELETED
+        if gone and info.plural not in RETURNS_DELETED_OBJECT:
+            meta = result.obj["metadata"]
+            details: JSON = {"name": meta["name"], "kind": info.plural, "uid": meta.get("uid", "")}
+            if info.group:
+                details["group"] = info.group
+            return json_response(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Success",
+                    "details": details,
+                }
+            )
+        return json_response(result.raw)
+
+    def _list(self, request: web.Request, target: Target) -> web.Response:
+        info = target.info
+        query = request.query
+        labels = parse_label_selector(query.get("labelSelector"))
+        fields = parse_field_selector(query.get("fieldSelector"), info.plural)
+        limit_text = query.get("limit")
+        limit = 0
+        if limit_text:
+            try:
+                limit = max(0, int(limit_text))
+            except ValueError:
+                raise bad_request(f"limit must be an integer: {limit_text!r}")
+        after: tuple[str, str] | None = None
+        list_rv = self.store.resource_version
+        token = query.get("continue")
+        if token:
+            list_rv, after = _decode_continue(token)
+            try:
+                self.store.check_not_compacted(info, list_rv)
+            except ApiError:
+                raise expired(
+                    "The provided continue parameter is too old to display a consistent list "
+                    "result. You can start a new list without the continue parameter, or use "
+                    "the continue token in this response to retrieve the remainder of the results."
+                )
+        items = self.store.iter_stored(info, target.namespace, labels, fields, after=after)
+        raws: list[bytes] = []
+        metadata: JSON = {"resourceVersion": str(list_rv)}
+        last_key: tuple[str, str] | None = None
+        for key, stored in items:
+            if limit and len(raws) == limit:
+                remaining = 1 + sum(1 for _ in items)
+                metadata["continue"] = _encode_continue(list_rv, *(last_key or key))
+                metadata["remainingItemCount"] = remaining
+                break
+            raws.append(stored.raw)
+            last_key = key
+        head = encode(
+            {"kind": info.list_kind, "apiVersion": info.api_version, "metadata": metadata}
+        )
+        body = head[:-1] + b',"items":[' + b",".join(raws) + b"]}"
+        return json_response(body)
+
+    async def _delete_collection(
+        self, request: web.Request, target: Target, dry_run: bool
+    ) -> web.Response:
+        info = target.info
+        labels = parse_label_selector(request.query.get("labelSelector"))
+        fields = parse_field_selector(request.query.get("fieldSelector"), info.plural)
+        options = await self._delete_options(request)
+        options.pop("preconditions", None)
+        keys = [key for key, _ in self.store.iter_stored(info, target.namespace, labels, fields)]
+        deleted: list[bytes] = []
+        for namespace, name in keys:
+            try:
+                result = self.store.api_delete(
+                    info, namespace or None, name, dry_run=dry_run, **options
+                )
+            except ApiError as error:
+                if error.code == 404:
+                    continue
+                raise
+            deleted.append(result.raw)
+        head = encode(
+            {
+                "kind": info.list_kind,
+                "apiVersion": info.api_version,
+                "metadata": {"resourceVersion": str(self.store.resource_version)},
+            }
+        )
+        return json_response(head[:-1] + b',"items":[' + b",".join(deleted) + b"]}")
+
+    # -----------------------------------------------------------------------------------------
+    # Watch
+
+    async def _watch(
+        self, request: web.Request, target: Target, record: Callable[[int], None]
+    ) -> web.StreamResponse:
+        info = target.info
+        query = request.query
+        labels = parse_label_selector(query.get("labelSelector"))
+        fields = parse_field_selector(query.get("fieldSelector"), info.plural)
+        bookmarks = query.get("allowWatchBookmarks", "").lower() in TRUE
+        send_initial = query.get("sendInitialEvents", "").lower() in TRUE
+        rv_text = query.get("resourceVersion", "")
+        since: int | None = None
+        if rv_text and rv_text != "0" and not send_initial:
+            try:
+                since = int(rv_text)
+            except ValueError:
+                raise bad_request(
+                    f'resourceVersion: Invalid value: "{rv_text}": must be an integer'
+                )
+        timeout = DEFAULT_WATCH_TIMEOUT
+        if query.get("timeoutSeconds"):
+            try:
+                timeout = float(query["timeoutSeconds"])
+            except ValueError:
+                raise bad_request("timeoutSeconds must be a number")
+        if target.name:  # a watch on one object: fieldSelector=metadata.name=...
+            fields = parse_field_selector(
+                ",".join(
+                    filter(None, [query.get("fieldSelector"), f"metadata.name={target.name}"])
+                ),
+                info.plural,
+            )
+
+        response = web.StreamResponse(status=200, headers={"Content-Type": JSON_TYPE})
+        response.enable_chunked_encoding()
+        record(200)
+        if since is not None and self.injector.gone_on_resume(info.plural, info.group):
+            await response.prepare(request)
+            await response.write(
+                error_line(expired(f"too old resource version: {since} ({since + 1})").status())
+            )
+            await response.write_eof()
+            return response
+        try:
+            watcher = self.store.watch(info, target.namespace, labels, fields, since)
+        except ApiError as error:
+            await response.prepare(request)
+            await response.write(error_line(error.status()))
+            await response.write_eof()
+            return response
+        if send_initial and bookmarks:
+            watcher.push(bookmark_line(info, self.store.resource_version, initial_events_end=True))
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        deadline = started + timeout
+        drop_after = self.emulator.faults.watch_drop_seconds
+        bookmark_every = self.emulator.bookmark_interval
+        next_bookmark = started + bookmark_every if bookmarks else float("inf")
+        try:
+            await response.prepare(request)
+            while True:
+                if watcher.pending:
+                    await response.write(watcher.drain())
+                if watcher.closed:
+                    break
+                now = loop.time()
+                drop_at = started + drop_after if drop_after > 0 else float("inf")
+                if now >= drop_at:
+                    self.injector.record_watch_drop()
+                    if request.transport is not None:
+                        request.transport.abort()
+                    return response
+                if now >= deadline:
+                    break
+                if now >= next_bookmark:
+                    watcher.push(bookmark_line(info, self.store.resource_version))
+                    next_bookmark = now + bookmark_every
+                    continue
+                wait = min(deadline, drop_at, next_bookmark) - now
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(watcher.wakeup.wait(), wait)
+            await response.write_eof()
+        except (ConnectionResetError, asyncio.CancelledError) as error:
+            if isinstance(error, asyncio.CancelledError) and not self.emulator.stopping:
+                raise
+        finally:
+            self.store.unwatch(watcher)
+        return response
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -1,0 +1,149 @@
+"""``endpointslice-operator emulator``: serve the API emulator until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from pathlib import Path
+
+from endpointslice_operator.testing.faults import (
+    DEFAULT_FAULT_RESOURCES,
+    DEFAULT_FAULT_VERBS,
+    FaultConfig,
+)
+from endpointslice_operator.testing.server import DEFAULT_BOOKMARK_INTERVAL, Emulator
+from endpointslice_operator.testing.store import DEFAULT_HISTORY_SIZE
+
+
+def _rate(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
+    return value
+
+
+def _csv(text: str) -> set[str]:
+    return {part.strip() for part in text.split(",") if part.strip()}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="endpointslice-operator emulator",
+        description="Serve a Kubernetes API emulator over plain HTTP on 127.0.0.1 and write a "
+        "kubeconfig for it. Runs until interrupted (SIGINT/SIGTERM).",
+    )
+    parser.add_argument("--port", type=int, default=0, help="TCP port (0: a free port)")
+    parser.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=Path("emulator.kubeconfig"),
+        help="where to write the kubeconfig (default: ./emulator.kubeconfig)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed for names, uids and faults")
+    faults = parser.add_argument_group("fault injection")
+    faults.add_argument(
+        "--fail-rate",
+        type=_rate,
+        default=0.0,
+        help="share of targeted requests answered 500/503/429",
+    )
+    faults.add_argument(
+        "--conflict-rate",
+        type=_rate,
+        default=0.0,
+        help="share of targeted writes answered 409 Conflict",
+    )
+    faults.add_argument(
+        "--latency", type=_seconds, default=0.0, help="seconds added to targeted requests"
+    )
+    faults.add_argument(
+        "--fault-verbs",
+        type=_csv,
+        default=set(DEFAULT_FAULT_VERBS),
+        help="comma-separated verbs targeted by faults ('*' for all; default: %(default)s)",
+    )
+    faults.add_argument(
+        "--fault-resources",
+        type=_csv,
+        default=set(DEFAULT_FAULT_RESOURCES),
+        help="comma-separated resources targeted by faults ('*' for all; default: %(default)s)",
+    )
+    faults.add_argument(
+        "--watch-drop-seconds",
+        type=_seconds,
+        default=0.0,
+        help="abort every watch stream after this many seconds (0: never)",
+    )
+    faults.add_argument(
+        "--gone-rate",
+        type=_rate,
+        default=0.0,
+        help="share of watch resumptions answered 410 Expired",
+    )
+    tuning = parser.add_argument_group("tuning")
+    tuning.add_argument(
+        "--history-size",
+        type=int,
+        default=DEFAULT_HISTORY_SIZE,
+        help="watch events kept per resource for resumption",
+    )
+    tuning.add_argument(
+        "--bookmark-interval",
+        type=_seconds,
+        default=DEFAULT_BOOKMARK_INTERVAL,
+        help="seconds between watch bookmarks",
+    )
+    return parser
+
+
+async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> int:
+    faults = FaultConfig(
+        fail_rate=args.fail_rate,
+        conflict_rate=args.conflict_rate,
+        latency=args.latency,
+        fault_verbs=args.fault_verbs,
+        fault_resources=args.fault_resources,
+        watch_drop_seconds=args.watch_drop_seconds,
+        gone_rate=args.gone_rate,
+    )
+    emulator = Emulator(
+        faults=faults,
+        seed=args.seed,
+        port=args.port,
+        kubeconfig_path=args.kubeconfig,
+        history_size=args.history_size,
+        bookmark_interval=args.bookmark_interval,
+    )
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    await emulator.start()
+    sys.stdout.write(
+        f"Kubernetes API emulator serving {emulator.url}; kubeconfig: {emulator.kubeconfig_path}\n"
+    )
+    sys.stdout.flush()
+    try:
+        await stop.wait()
+    finally:
+        await emulator.stop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    return asyncio.run(serve(args))

@@ -1,0 +1,227 @@
+"""The control loops a bare kube-apiserver relies on: garbage collector, namespace lifecycle,
+and the kubelet's final deletion of gracefully deleted Pods.
+
+They react to committed events (a synchronous store listener only queues work) and act
+asynchronously on the event loop, as kube-controller-manager does: promptly, but never inside
+the request that caused them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+
+from endpointslice_operator.testing.errors import ApiError
+from endpointslice_operator.testing.resources import ResourceInfo
+from endpointslice_operator.testing.store import (
+    FOREGROUND_FINALIZER,
+    NAMESPACE_FINALIZER,
+    ORPHAN_FINALIZER,
+    Store,
+    has_finalizers,
+)
+from endpointslice_operator.testing.watch import ADDED, DELETED, Event
+
+logger = logging.getLogger(__name__)
+
+WorkItem = tuple[str, ResourceInfo, str, str]  # (action, resource, namespace, name)
+
+
+class Controllers:
+    """Garbage collection, namespace deletion and graceful pod deletion for one store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._queue: deque[WorkItem] = deque()
+        self._queued: set[WorkItem] = set()
+        self._wakeup = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._task: asyncio.Task[None] | None = None
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        store.add_listener(self._on_event)
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="emulator-controllers")
+
+    async def stop(self) -> None:
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def wait_idle(self) -> None:
+        """Return once no garbage-collection or namespace work is pending."""
+        while self._queue or not self._idle.is_set():
+            await self._idle.wait()
+            await asyncio.sleep(0)
+
+    # -----------------------------------------------------------------------------------------
+    # Event intake (synchronous, inside the store's commit)
+
+    def _enqueue(self, action: str, info: ResourceInfo, namespace: str, name: str) -> None:
+        item = (action, info, namespace, name)
+        if item not in self._queued:
+            self._queued.add(item)
+            self._queue.append(item)
+            self._idle.clear()
+            self._wakeup.set()
+
+    def _on_event(self, event: Event) -> None:
+        info, obj = event.info, event.obj
+        meta = obj["metadata"]
+        namespace, name = meta.get("namespace", "") or "", meta["name"]
+        uid = meta.get("uid", "")
+        if event.type == DELETED:
+            self._cancel_timer(uid)
+            for dep_info, dep_ns, dep_name in self.store.dependents_of(uid):
+                self._enqueue("collect", dep_info, dep_ns, dep_name)
+            for ref in meta.get("ownerReferences") or []:
+                located = self.store.locate(ref.get("uid", ""))
+                if located is not None:
+                    self._enqueue("owner", *located)
+            if info.namespaced:
+                self._enqueue("namespace", self.store.registry.lookup("namespaces"), "", namespace)
+            return
+        if meta.get("ownerReferences") and (
+            event.type == ADDED
+            or (event.old or {}).get("metadata", {}).get("ownerReferences")
+            != meta["ownerReferences"]
+        ):
+            self._enqueue("collect", info, namespace, name)
+        if meta.get("deletionTimestamp"):
+            finalizers = meta.get("finalizers") or []
+            if FOREGROUND_FINALIZER in finalizers or ORPHAN_FINALIZER in finalizers:
+                self._enqueue("owner", info, namespace, name)
+            if info.key == "namespaces":
+                self._enqueue("namespace", info, "", name)
+            grace = meta.get("deletionGracePeriodSeconds") or 0
+            if grace > 0:
+                self._schedule_kubelet(info, namespace, name, uid, grace)
+
+    def _schedule_kubelet(
+        self, info: ResourceInfo, namespace: str, name: str, uid: str, grace: int
+    ) -> None:
+        self._cancel_timer(uid)
+        loop = asyncio.get_running_loop()
+        self._timers[uid] = loop.call_later(grace, self._kubelet_delete, info, namespace, name, uid)
+
+    def _cancel_timer(self, uid: str) -> None:
+        timer = self._timers.pop(uid, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _kubelet_delete(self, info: ResourceInfo, namespace: str, name: str, uid: str) -> None:
+        self._timers.pop(uid, None)
+        try:
+            self.store.finish_graceful_deletion(info, namespace, name, uid)
+        except ApiError as error:  # pragma: no cover - defensive: the pod changed meanwhile
+            logger.debug("graceful deletion of %s/%s failed: %s", namespace, name, error)
+
+    # -----------------------------------------------------------------------------------------
+    # Work loop
+
+    async def _run(self) -> None:
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            while self._queue:
+                item = self._queue.popleft()
+                self._queued.discard(item)
+                action, info, namespace, name = item
+                try:
+                    if action == "collect":
+                        self._collect(info, namespace, name)
+                    elif action == "owner":
+                        self._process_owner(info, namespace, name)
+                    else:
+                        self._process_namespace(name)
+                except ApiError as error:
+                    # Conflicts with concurrent writers: the next event re-queues the object.
+                    logger.debug(
+                        "controller action %s on %s/%s: %s", action, namespace, name, error
+                    )
+                await asyncio.sleep(0)
+            if not self._queue:
+                self._idle.set()
+
+    def _collect(self, info: ResourceInfo, namespace: str, name: str) -> None:
+        """attemptToDeleteItem: delete a dependent whose owners are all gone, or drop the
+        references to the missing owners when some owner still exists."""
+        stored = self.store.get(info, namespace, name)
+        if stored is None:
+            return
+        refs = stored["metadata"].get("ownerReferences") or []
+        if not refs:
+            return
+        dangling = [ref for ref in refs if not self.store.owner_exists(ref.get("uid", ""))]
+        if not dangling:
+            return
+        if len(dangling) == len(refs):
+            if not stored["metadata"].get("deletionTimestamp"):
+                self.store.api_delete(info, namespace, name, propagation_policy="Background")
+            return
+        stored["metadata"]["ownerReferences"] = [r for r in refs if r not in dangling]
+        self.store.api_update(info, namespace, name, stored, privileged=True)
+
+    def _process_owner(self, info: ResourceInfo, namespace: str, name: str) -> None:
+        """Foreground deletion waits for dependents; orphaning strips their references."""
+        owner = self.store.get(info, namespace, name)
+        if owner is None or not owner["metadata"].get("deletionTimestamp"):
+            return
+        uid = owner["metadata"]["uid"]
+        finalizers = owner["metadata"].get("finalizers") or []
+        dependents = self.store.dependents_of(uid)
+        if ORPHAN_FINALIZER in finalizers:
+            for dep_info, dep_ns, dep_name in dependents:
+                dependent = self.store.get(dep_info, dep_ns, dep_name)
+                if dependent is None:
+                    continue
+                refs = dependent["metadata"].get("ownerReferences") or []
+                dependent["metadata"]["ownerReferences"] = [r for r in refs if r.get("uid") != uid]
+                if not dependent["metadata"]["ownerReferences"]:
+                    del dependent["metadata"]["ownerReferences"]
+                self.store.api_update(dep_info, dep_ns, dep_name, dependent, privileged=True)
+            self.store.remove_finalizer(info, namespace, name, ORPHAN_FINALIZER)
+        elif FOREGROUND_FINALIZER in finalizers:
+            for dep_info, dep_ns, dep_name in dependents:
+                dependent = self.store.get(dep_info, dep_ns, dep_name)
+                if dependent is not None and not dependent["metadata"].get("deletionTimestamp"):
+                    self.store.api_delete(
+                        dep_info, dep_ns, dep_name, propagation_policy="Background"
+                    )
+            if not self.store.dependents_of(uid):
+                self.store.remove_finalizer(info, namespace, name, FOREGROUND_FINALIZER)
+
+    def _process_namespace(self, name: str) -> None:
+        """The namespace controller: empty a terminating namespace, then finalize it."""
+        namespaces = self.store.registry.lookup("namespaces")
+        namespace = self.store.get(namespaces, "", name)
+        if namespace is None or not namespace["metadata"].get("deletionTimestamp"):
+            return
+        remaining = 0
+        for info in self.store.registry.resources:
+            if not info.namespaced:
+                continue
+            for (_, obj_name), stored in list(self.store.iter_stored(info, name)):
+                remaining += 1
+                if not stored.obj["metadata"].get("deletionTimestamp"):
+                    self.store.api_delete(info, name, obj_name, propagation_policy="Background")
+        if remaining:
+            return
+        spec_finalizers = (namespace.get("spec") or {}).get("finalizers") or []
+        if NAMESPACE_FINALIZER in spec_finalizers:
+            namespace["spec"]["finalizers"] = [
+                f for f in spec_finalizers if f != NAMESPACE_FINALIZER
+            ]
+            self.store.api_update(namespaces, "", name, namespace, subresource="finalize")
+            namespace = self.store.get(namespaces, "", name)
+        if namespace is not None and not has_finalizers(namespaces, namespace):
+            self.store.api_delete(namespaces, "", name)

@@ -1,0 +1,861 @@
+"""The object store: kube-apiserver's registry semantics over an in-memory map.
+
+Every write gets the next value of one global, monotonically increasing resourceVersion, is kept
+in a bounded per-resource history (so watches can resume), and is offered to the live watchers.
+Objects are stored once as a dict and once encoded; stored dicts are never mutated after commit,
+and callers always receive copies.
+
+The public methods (``create``, ``get``, ``list``, ``update``, ``patch``, ``delete``,
+``create_namespace``) take a resource as a :class:`ResourceInfo` or any spelling kubectl accepts
+(``"pods"``, ``"Pod"``, ``"po"``, ``"endpointslices.discovery.k8s.io"``). They run the same code
+path as the HTTP API, so they validate, default and emit watch events exactly like HTTP writes;
+the only differences are documented per method (status is kept on create; deletion is immediate
+unless a grace period is given).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from endpointslice_operator.testing import defaults, validation
+from endpointslice_operator.testing.errors import (
+    ApiError,
+    Cause,
+    already_exists,
+    conflict,
+    expired,
+    invalid,
+    not_found,
+)
+from endpointslice_operator.testing.patch import (
+    JSON_PATCH,
+    MERGE_PATCH,
+    STRATEGIC_MERGE_PATCH,
+    apply_patch,
+)
+from endpointslice_operator.testing.resources import ResourceInfo, ResourceRegistry
+from endpointslice_operator.testing.selectors import (
+    FieldSelector,
+    LabelSelector,
+    parse_field_selector,
+    parse_label_selector,
+)
+from endpointslice_operator.testing.watch import ADDED, DELETED, MODIFIED, Event, Watcher, encode
+
+JSON = dict[str, Any]
+Listener = Callable[[Event], None]
+PropagationPolicy = Literal["Background", "Foreground", "Orphan"]
+
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
+GENERATED_SUFFIX_LENGTH = 5
+MAX_GENERATED_NAME_LENGTH = 63 - GENERATED_SUFFIX_LENGTH
+GENERATE_NAME_ATTEMPTS = 8
+FOREGROUND_FINALIZER = "foregroundDeletion"
+ORPHAN_FINALIZER = "orphan"
+NAMESPACE_FINALIZER = "kubernetes"
+DEFAULT_HISTORY_SIZE = 10_000
+DEFAULT_MAX_PENDING = 1_000_000
+
+PATCH_ALIASES = {
+    "merge": MERGE_PATCH,
+    "json": JSON_PATCH,
+    "strategic": STRATEGIC_MERGE_PATCH,
+}
+
+
+@dataclass(slots=True)
+class Stored:
+    obj: JSON
+    raw: bytes
+
+
+def format_timestamp(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def _meta(obj: JSON) -> JSON:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        meta = obj["metadata"] = {}
+    return meta
+
+
+def has_finalizers(info: ResourceInfo, obj: JSON) -> bool:
+    """Finalizers that hold a deletion: metadata ones, and a namespace's spec.finalizers."""
+    if obj["metadata"].get("finalizers"):
+        return True
+    return info.key == "namespaces" and bool((obj.get("spec") or {}).get("finalizers"))
+
+
+def _content(obj: JSON) -> JSON:
+    """What ``generation`` tracks: everything outside metadata and status."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+
+
+_VOLATILE_META = ("resourceVersion", "managedFields")
+
+
+def _same_object(a: JSON, b: JSON) -> bool:
+    """True when a write changes nothing (so kube-apiserver would not bump the version)."""
+    if _content(a) != _content(b) or a.get("status") != b.get("status"):
+        return False
+    meta_a = {k: v for k, v in (a.get("metadata") or {}).items() if k not in _VOLATILE_META}
+    meta_b = {k: v for k, v in (b.get("metadata") or {}).items() if k not in _VOLATILE_META}
+    return meta_a == meta_b
+
+
+def _name_mismatch(given: Any, url_name: str) -> ApiError:
+    return ApiError(
+        400, f"the name of the object ({given}) does not match the name on the URL ({url_name})"
+    )
+
+
+class Store:
+    """All objects, the resourceVersion counter, the watch history and the live watchers."""
+
+    def __init__(
+        self,
+        registry: ResourceRegistry | None = None,
+        *,
+        seed: int = 0,
+        history_size: int = DEFAULT_HISTORY_SIZE,
+        clock: Callable[[], float] = time.time,
+        max_pending: int = DEFAULT_MAX_PENDING,
+    ) -> None:
+        self.registry = registry or ResourceRegistry()
+        self.history_size = history_size
+        self.clock = clock
+        self.max_pending = max_pending
+        self._rng = random.Random(seed)
+        self._rv = 0
+        self._objects: dict[str, dict[str, dict[str, Stored]]] = {
+            info.key: {} for info in self.registry.resources
+        }
+        self._history: dict[str, deque[Event]] = {
+            info.key: deque() for info in self.registry.resources
+        }
+        self._compacted: dict[str, int] = {info.key: 0 for info in self.registry.resources}
+        self._watchers: dict[str, set[Watcher]] = {
+            info.key: set() for info in self.registry.resources
+        }
+        self._listeners: list[Listener] = []
+        self._by_uid: dict[str, tuple[ResourceInfo, str, str]] = {}
+        self._dependents: dict[str, set[tuple[str, str, str]]] = {}
+        self.cluster_ips = defaults.ClusterIPAllocator()
+
+    # -----------------------------------------------------------------------------------------
+    # Introspection
+
+    @property
+    def resource_version(self) -> int:
+        """The latest resourceVersion handed out (0 before the first write)."""
+        return self._rv
+
+    def resolve(self, resource: str | ResourceInfo) -> ResourceInfo:
+        return resource if isinstance(resource, ResourceInfo) else self.registry.lookup(resource)
+
+    def add_listener(self, listener: Listener) -> None:
+        """Call ``listener(event)`` synchronously after every committed write."""
+        self._listeners.append(listener)
+
+    def count(self, resource: str | ResourceInfo, namespace: str | None = None) -> int:
+        buckets = self._objects[self.resolve(resource).key]
+        if namespace is not None:
+            return len(buckets.get(namespace, {}))
+        return sum(len(bucket) for bucket in buckets.values())
+
+    def owner_exists(self, uid: str) -> bool:
+        return uid in self._by_uid
+
+    def locate(self, uid: str) -> tuple[ResourceInfo, str, str] | None:
+        return self._by_uid.get(uid)
+
+    def dependents_of(self, uid: str) -> list[tuple[ResourceInfo, str, str]]:
+        return [
+            (self.registry.lookup(key), ns, name)
+            for key, ns, name in sorted(self._dependents.get(uid, ()))
+        ]
+
+    # -----------------------------------------------------------------------------------------
+    # Reads
+
+    def stored(self, info: ResourceInfo, namespace: str | None, name: str) -> Stored:
+        bucket = self._objects[info.key].get(namespace or "" if info.namespaced else "")
+        found = bucket.get(name) if bucket else None
+        if found is None:
+            raise not_found(info.plural, info.group, name)
+        return found
+
+    def get(self, resource: str | ResourceInfo, namespace: str | None, name: str) -> JSON | None:
+        """A copy of the object, or None when it does not exist."""
+        info = self.resolve(resource)
+        try:
+            return json.loads(self.stored(info, namespace, name).raw)  # type: ignore[no-any-return]
+        except ApiError:
+            return None
+
+    def iter_stored(
+        self,
+        info: ResourceInfo,
+        namespace: str | None = None,
+        labels: LabelSelector | None = None,
+        fields: FieldSelector | None = None,
+        *,
+        after: tuple[str, str] | None = None,
+    ) -> Iterator[tuple[tuple[str, str], Stored]]:
+        """Matching objects in (namespace, name) order, optionally strictly after a key."""
+        buckets = self._objects[info.key]
+        if fields is not None and info.namespaced and namespace is None:
+            namespace = fields.exact("metadata.namespace")
+        if namespace is not None and info.namespaced:
+            namespaces = [namespace] if namespace in buckets else []
+        else:
+            namespaces = sorted(buckets)
+        name_hint = fields.exact("metadata.name") if fields is not None else None
+        for ns in namespaces:
+            if after is not None and ns < after[0]:
+                continue
+            bucket = buckets[ns]
+            names = (
+                [name_hint]
+                if name_hint is not None and name_hint in bucket
+                else ([] if name_hint is not None else sorted(bucket))
+            )
+            for name in names:
+                if after is not None and (ns, name) <= after:
+                    continue
+                stored = bucket[name]
+                obj = stored.obj
+                if (
+                    labels is not None
+                    and not labels.empty
+                    and not labels.matches(obj["metadata"].get("labels"))
+                ):
+                    continue
+                if fields is not None and not fields.empty and not fields.matches(obj):
+                    continue
+                yield (ns, name), stored
+
+    def list(
+        self,
+        resource: str | ResourceInfo,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> list[JSON]:
+        """Copies of the matching objects, ordered by namespace and name."""
+        info = self.resolve(resource)
+        labels = parse_label_selector(label_selector)
+        fields = parse_field_selector(field_selector, info.plural)
+        return [
+            json.loads(stored.raw)
+            for _, stored in self.iter_stored(info, namespace, labels, fields)
+        ]
+
+    # -----------------------------------------------------------------------------------------
+    # Commit, history and watchers
+
+    def _commit(self, info: ResourceInfo, event_type: str, obj: JSON, old: JSON | None) -> Event:
+        self._rv += 1
+        rv = self._rv
+        meta = obj["metadata"]
+        meta["resourceVersion"] = str(rv)
+        raw = encode(obj)
+        namespace = meta.get("namespace", "") if info.namespaced else ""
+        name = meta["name"]
+        buckets = self._objects[info.key]
+        if event_type == DELETED:
+            bucket = buckets.get(namespace)
+            if bucket is not None:
+                bucket.pop(name, None)
+                if not bucket:
+                    del buckets[namespace]
+            self._by_uid.pop(meta.get("uid", ""), None)
+        else:
+            buckets.setdefault(namespace, {})[name] = Stored(obj, raw)
+            self._by_uid[meta["uid"]] = (info, namespace, name)
+        self._index_owners(info, namespace, name, old, None if event_type == DELETED else obj)
+        event = Event(rv, event_type, info, obj, raw, old)
+        history = self._history[info.key]
+        history.append(event)
+        while len(history) > self.history_size:
+            self._compacted[info.key] = history.popleft().rv
+        for watcher in tuple(self._watchers[info.key]):
+            watcher.offer(event)
+        for listener in self._listeners:
+            listener(event)
+        return event
+
+    def _index_owners(
+        self, info: ResourceInfo, namespace: str, name: str, old: JSON | None, new: JSON | None
+    ) -> None:
+        key = (info.key, namespace, name)
+        for obj, add in ((old, False), (new, True)):
+            if obj is None:
+                continue
+            for ref in obj["metadata"].get("ownerReferences") or []:
+                owner_uid = ref.get("uid", "")
+                dependents = self._dependents.setdefault(owner_uid, set())
+                if add:
+                    dependents.add(key)
+                else:
+                    dependents.discard(key)
+                    if not dependents:
+                        del self._dependents[owner_uid]
+
+    def watch(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        since: int | None,
+    ) -> Watcher:
+        """Register a watcher, first filled with the events after ``since`` (or, when ``since``
+        is None, with ``ADDED`` for every current object). Raises 410 if ``since`` is compacted.
+        """
+        watcher = Watcher(
+            info,
+            namespace if info.namespaced else None,
+            labels,
+            fields,
+            max_pending=self.max_pending,
+        )
+        if since is None:
+            for _, stored in self.iter_stored(info, watcher.namespace, labels, fields):
+                watcher.push(b'{"type":"ADDED","object":' + stored.raw + b"}\n")
+        else:
+            self.check_not_compacted(info, since)
+            history = self._history[info.key]
+            if history and history[-1].rv > since:
+                start = self._history_position(history, since)
+                for index in range(start, len(history)):
+                    watcher.offer(history[index])
+        self._watchers[info.key].add(watcher)
+        return watcher
+
+    def check_not_compacted(self, info: ResourceInfo, since: int) -> None:
+        compacted = self._compacted[info.key]
+        if since < compacted:
+            raise expired(f"too old resource version: {since} ({compacted})")
+
+    @staticmethod
+    def _history_position(history: deque[Event], since: int) -> int:
+        """Index of the first event with rv > since (binary search over the deque)."""
+        low, high = 0, len(history)
+        while low < high:
+            mid = (low + high) // 2
+            if history[mid].rv <= since:
+                low = mid + 1
+            else:
+                high = mid
+        return low
+
+    def unwatch(self, watcher: Watcher) -> None:
+        watcher.close()
+        self._watchers[watcher.info.key].discard(watcher)
+
+    def close_watchers(self) -> None:
+        for watchers in self._watchers.values():
+            for watcher in tuple(watchers):
+                self.unwatch(watcher)
+
+    # -----------------------------------------------------------------------------------------
+    # Shared write helpers
+
+    def _generate_name(self, base: str) -> str:
+        suffix = "".join(self._rng.choice(NAME_ALPHABET) for _ in range(GENERATED_SUFFIX_LENGTH))
+        return base[:MAX_GENERATED_NAME_LENGTH] + suffix
+
+    def _new_uid(self) -> str:
+        return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+
+    def _check_namespace(self, info: ResourceInfo, namespace: str) -> None:
+        if not info.namespaced:
+            return
+        ns = self._objects["namespaces"].get("", {}).get(namespace)
+        if ns is None:
+            raise not_found("namespaces", "", namespace)
+        if ns.obj["metadata"].get("deletionTimestamp"):
+            raise ApiError(
+                403,
+                f"{info.plural} is forbidden: unable to create new content in namespace "
+                f"{namespace} because it is being terminated",
+                reason="Forbidden",
+                details={
+                    "name": "",
+                    "kind": info.plural,
+                    **({"group": info.group} if info.group else {}),
+                },
+                causes=[
+                    Cause(
+                        "NamespaceTerminating",
+                        f"namespace {namespace} is being terminated",
+                        "metadata.namespace",
+                    )
+                ],
+            )
+
+    def _apply_defaults(self, info: ResourceInfo, obj: JSON, old: JSON | None) -> None:
+        if info.key == "services":
+            defaults.default_service(obj, old, self.cluster_ips)
+        elif info.key == "pods":
+            defaults.default_pod(obj, old)
+        elif info.key == "namespaces":
+            defaults.default_namespace(obj, old)
+        elif info.key == "endpointslices.discovery.k8s.io":
+            defaults.default_endpoint_slice(obj, old)
+        elif info.key == "leases.coordination.k8s.io":
+            defaults.default_lease(obj, old)
+
+    def _validate(self, info: ResourceInfo, obj: JSON, old: JSON | None) -> None:
+        meta = obj["metadata"]
+        causes = validation.validate_object_meta(
+            meta,
+            namespaced=info.namespaced,
+            name_rule=info.name_rule,
+            old_meta=None if old is None else old["metadata"],
+        )
+        kind_validator = validation.KIND_VALIDATORS.get((info.group, info.plural))
+        if kind_validator is not None:
+            causes.extend(kind_validator(obj, old))
+        if causes:
+            raise invalid(
+                info.kind, info.group, meta.get("name") or meta.get("generateName", ""), causes
+            )
+
+    def _check_identity(self, info: ResourceInfo, obj: JSON) -> None:
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if api_version is None and kind is None:
+            obj["apiVersion"], obj["kind"] = info.api_version, info.kind
+            return
+        if (api_version, kind) != (info.api_version, info.kind):
+            if api_version != info.api_version:
+                message = (
+                    f"the API version in the data ({api_version}) does not match the expected "
+                    f"API version ({info.api_version})"
+                )
+            else:
+                message = (
+                    f"the kind in the data ({kind}) does not match the expected kind ({info.kind})"
+                )
+            raise ApiError(400, message)
+
+    # -----------------------------------------------------------------------------------------
+    # Create
+
+    def create(
+        self,
+        obj: JSON,
+        *,
+        resource: str | ResourceInfo | None = None,
+        namespace: str | None = None,
+    ) -> JSON:
+        """Create an object (kind/apiVersion pick the resource); returns the stored copy.
+
+        Unlike POST, a status given here is kept: tests can create Pods that are already
+        running and ready. Use ``update(..., subresource="status")`` for later status changes.
+        """
+        info = self.resolve(resource) if resource else self.registry.for_object(obj)
+        body = copy.deepcopy(obj)
+        if namespace is not None:
+            _meta(body)["namespace"] = namespace
+        elif info.namespaced:
+            _meta(body).setdefault("namespace", "default")
+        return json.loads(self.api_create(info, body, keep_status=True).raw)  # type: ignore[no-any-return]
+
+    def api_create(
+        self,
+        info: ResourceInfo,
+        obj: JSON,
+        *,
+        keep_status: bool = False,
+        dry_run: bool = False,
+    ) -> Event | Stored:
+        """POST semantics; takes ownership of ``obj``."""
+        self._check_identity(info, obj)
+        meta = _meta(obj)
+        if meta.get("resourceVersion"):
+            raise ApiError(500, "resourceVersion should not be set on objects to be created")
+        namespace = meta.get("namespace") or "" if info.namespaced else ""
+        if not info.namespaced:
+            meta.pop("namespace", None)
+        self._check_namespace(info, namespace)
+        for key in ("uid", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+            meta.pop(key, None)
+        meta["creationTimestamp"] = format_timestamp(self.clock())
+        meta["generation"] = 1
+        if info.reset_status_on_create and not keep_status:
+            obj["status"] = {"phase": "Pending"} if info.key == "pods" else {"loadBalancer": {}}
+        self._apply_defaults(info, obj, None)
+        generate = meta.get("generateName")
+        if not meta.get("name") and generate:
+            meta["name"] = self._generate_name(generate)
+        self._validate(info, obj, None)
+        bucket = self._objects[info.key].get(namespace, {})
+        if meta["name"] in bucket:
+            attempts = 1
+            while generate and meta["name"] in bucket and attempts < GENERATE_NAME_ATTEMPTS:
+                meta["name"] = self._generate_name(generate)
+                attempts += 1
+            if meta["name"] in bucket:
+                raise already_exists(info.plural, info.group, meta["name"])
+        meta["uid"] = self._new_uid()
+        if dry_run:
+            meta["resourceVersion"] = ""
+            return Stored(obj, encode(obj))
+        return self._commit(info, ADDED, obj, None)
+
+    def create_namespace(self, name: str, labels: dict[str, str] | None = None) -> JSON:
+        """Create a namespace (Active, with the kubernetes.io/metadata.name label)."""
+        meta: JSON = {"name": name}
+        if labels:
+            meta["labels"] = dict(labels)
+        return self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
+
+    # -----------------------------------------------------------------------------------------
+    # Update (PUT) and patch
+
+    def update(self, obj: JSON, *, subresource: str | None = None) -> JSON:
+        """PUT semantics for a whole object: 409 when it carries a stale resourceVersion,
+        unconditional without one. ``subresource="status"`` changes only the status.
+        """
+        info = self.registry.for_object(obj)
+        body = copy.deepcopy(obj)
+        meta = _meta(body)
+        result = self.api_update(
+            info,
+            meta.get("namespace"),
+            meta.get("name", ""),
+            body,
+            subresource=subresource,
+            privileged=True,
+        )
+        return json.loads(result.raw)  # type: ignore[no-any-return]
+
+    def patch(
+        self,
+        resource: str | ResourceInfo,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        *,
+        patch_type: str = "merge",
+        subresource: str | None = None,
+    ) -> JSON:
+        """PATCH: ``patch_type`` is ``merge``, ``json``, ``strategic`` or a media type."""
+        info = self.resolve(resource)
+        content_type = PATCH_ALIASES.get(patch_type, patch_type)
+        result = self.api_patch(
+            info,
+            namespace,
+            name,
+            copy.deepcopy(patch),
+            content_type,
+            subresource=subresource,
+            privileged=True,
+        )
+        return json.loads(result.raw)  # type: ignore[no-any-return]
+
+    def api_patch(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        content_type: str,
+        *,
+        subresource: str | None = None,
+        privileged: bool = False,
+        dry_run: bool = False,
+    ) -> Event | Stored:
+        current = self.stored(info, namespace, name)
+        original: JSON = json.loads(current.raw)
+        patched = apply_patch(original, patch, content_type)
+        patched_meta = _meta(patched)
+        if patched_meta.get("name", name) != name:
+            raise _name_mismatch(patched_meta.get("name"), name)
+        patched_meta.setdefault("name", name)
+        return self.api_update(
+            info,
+            namespace,
+            name,
+            patched,
+            subresource=subresource,
+            privileged=privileged,
+            dry_run=dry_run,
+            from_patch=True,
+        )
+
+    def api_update(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        name: str,
+        obj: JSON,
+        *,
+        subresource: str | None = None,
+        privileged: bool = False,
+        dry_run: bool = False,
+        from_patch: bool = False,
+    ) -> Event | Stored:
+        """PUT semantics; takes ownership of ``obj``."""
+        self._check_identity(info, obj)
+        meta = _meta(obj)
+        ns = (namespace or "") if info.namespaced else ""
+        if meta.get("name") != name:
+            raise _name_mismatch(meta.get("name"), name)
+        if info.namespaced:
+            if meta.get("namespace") in (None, ""):
+                meta["namespace"] = ns
+            elif meta["namespace"] != ns:
+                raise ApiError(
+                    400,
+                    "the namespace of the provided object does not match the namespace sent on "
+                    "the request",
+                )
+        try:
+            current = self.stored(info, ns, name)
+        except ApiError:
+            if info.allow_create_on_update and subresource is None and not from_patch:
+                meta.pop("resourceVersion", None)
+                return self.api_create(info, obj, keep_status=privileged, dry_run=dry_run)
+            raise
+        old = current.obj
+        wanted_rv = meta.get("resourceVersion")
+        if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
+            raise conflict(info.plural, info.group, name)
+
+        if subresource == "status":
+            new = json.loads(current.raw)
+            if "status" in obj:
+                new["status"] = obj["status"]
+            else:
+                new.pop("status", None)
+        elif subresource == "finalize" and info.key == "namespaces":
+            # Only the namespace finalize subresource may change spec.finalizers.
+            new = json.loads(current.raw)
+            new.setdefault("spec", {})["finalizers"] = (obj.get("spec") or {}).get(
+                "finalizers"
+            ) or []
+        elif subresource is not None:
+            raise ApiError(404, f"the server could not find the requested resource ({subresource})")
+        else:
+            new = obj
+            if info.key == "namespaces" and "finalizers" in (old.get("spec") or {}):
+                new.setdefault("spec", {})["finalizers"] = copy.deepcopy(old["spec"]["finalizers"])
+            if info.has_status and not privileged:
+                if "status" in old:
+                    new["status"] = copy.deepcopy(old["status"])
+                else:
+                    new.pop("status", None)
+        new_meta = _meta(new)
+        old_meta = old["metadata"]
+        for key in (
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ):
+            if key in old_meta:
+                new_meta[key] = old_meta[key]
+            else:
+                new_meta.pop(key, None)
+        new_meta["resourceVersion"] = old_meta["resourceVersion"]
+        self._apply_defaults(info, new, old)
+        if _content(new) != _content(old) or (
+            info.key == "endpointslices.discovery.k8s.io"
+            and new_meta.get("labels") != old_meta.get("labels")
+        ):
+            # EndpointSlices also bump generation on label changes (registry PrepareForUpdate).
+            new_meta["generation"] = int(old_meta.get("generation", 0)) + 1
+        self._validate(info, new, old)
+        if dry_run or _same_object(new, old):
+            return current if not dry_run else Stored(new, encode(new))
+        if (
+            old_meta.get("deletionTimestamp")
+            and not old_meta.get("deletionGracePeriodSeconds")
+            and not has_finalizers(info, new)
+        ):
+            # The last finalizer is gone from an object being deleted: it goes away now.
+            return self._commit_or_dry(info, DELETED, new, old, False)
+        return self._commit(info, MODIFIED, new, old)
+
+    # -----------------------------------------------------------------------------------------
+    # Delete
+
+    def delete(
+        self,
+        resource: str | ResourceInfo,
+        namespace: str | None,
+        name: str,
+        *,
+        propagation_policy: PropagationPolicy = "Background",
+        preconditions: JSON | None = None,
+        grace_period_seconds: int | None = 0,
+    ) -> JSON | None:
+        """DELETE. Returns the object if it still exists (finalizers, a grace period), else None.
+
+        Unlike the HTTP API, which applies a Pod's terminationGracePeriodSeconds, the default
+        here is an immediate deletion; pass ``grace_period_seconds=None`` for the API default.
+        """
+        info = self.resolve(resource)
+        event_or_stored = self.api_delete(
+            info,
+            namespace,
+            name,
+            propagation_policy=propagation_policy,
+            preconditions=preconditions,
+            grace_period_seconds=grace_period_seconds,
+        )
+        if isinstance(event_or_stored, Event) and event_or_stored.type == DELETED:
+            return None
+        return json.loads(event_or_stored.raw)  # type: ignore[no-any-return]
+
+    def api_delete(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        name: str,
+        *,
+        propagation_policy: str | None = None,
+        preconditions: JSON | None = None,
+        grace_period_seconds: int | None = None,
+        dry_run: bool = False,
+    ) -> Event | Stored:
+        current = self.stored(info, namespace, name)
+        old = current.obj
+        old_meta = old["metadata"]
+        for key, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+            wanted = (preconditions or {}).get(key)
+            if wanted and wanted != old_meta.get(key):
+                raise conflict(
+                    info.plural,
+                    info.group,
+                    name,
+                    f"Precondition failed: {label} in precondition: {wanted}, "
+                    f"{label} in object meta: {old_meta.get(key)}",
+                )
+        if propagation_policy not in (None, "Background", "Foreground", "Orphan"):
+            cause = validation.not_supported(
+                "propagationPolicy", propagation_policy, ("Background", "Foreground", "Orphan")
+            )
+            raise invalid("DeleteOptions", "", "", [cause])
+        new: JSON = json.loads(current.raw)
+        meta = new["metadata"]
+        finalizers: list[str] = list(meta.get("finalizers") or [])
+        if propagation_policy == "Foreground" and FOREGROUND_FINALIZER not in finalizers:
+            finalizers.append(FOREGROUND_FINALIZER)
+        if propagation_policy == "Orphan" and ORPHAN_FINALIZER not in finalizers:
+            finalizers.append(ORPHAN_FINALIZER)
+        if info.key == "namespaces":
+            finalizers_in_spec = (new.get("spec") or {}).get("finalizers") or []
+            if finalizers_in_spec or finalizers:
+                if old_meta.get("deletionTimestamp"):
+                    return current
+                meta["deletionTimestamp"] = format_timestamp(self.clock())
+                meta["deletionGracePeriodSeconds"] = 0
+                meta["finalizers"] = finalizers
+                new.setdefault("status", {})["phase"] = "Terminating"
+                if not meta["finalizers"]:
+                    meta.pop("finalizers")
+                return self._commit_or_dry(info, MODIFIED, new, old, dry_run)
+        grace = self._grace_period(info, old, grace_period_seconds)
+        if grace > 0:
+            existing = old_meta.get("deletionGracePeriodSeconds")
+            if old_meta.get("deletionTimestamp") and existing is not None and existing <= grace:
+                return current
+            meta["deletionTimestamp"] = format_timestamp(self.clock() + grace)
+            meta["deletionGracePeriodSeconds"] = grace
+            if finalizers:
+                meta["finalizers"] = finalizers
+            meta["generation"] = int(meta.get("generation", 0)) + 1
+            return self._commit_or_dry(info, MODIFIED, new, old, dry_run)
+        if finalizers:
+            if (
+                old_meta.get("deletionTimestamp")
+                and finalizers == (old_meta.get("finalizers") or [])
+                and not old_meta.get("deletionGracePeriodSeconds")
+            ):
+                return current
+            if not old_meta.get("deletionTimestamp") or old_meta.get("deletionGracePeriodSeconds"):
+                meta["deletionTimestamp"] = format_timestamp(self.clock())
+            meta["deletionGracePeriodSeconds"] = 0
+            meta["finalizers"] = finalizers
+            if not old_meta.get("deletionTimestamp"):
+                meta["generation"] = int(meta.get("generation", 0)) + 1
+            return self._commit_or_dry(info, MODIFIED, new, old, dry_run)
+        return self._commit_or_dry(info, DELETED, new, old, dry_run)
+
+    def _commit_or_dry(
+        self, info: ResourceInfo, event_type: str, new: JSON, old: JSON, dry_run: bool
+    ) -> Event | Stored:
+        if dry_run:
+            return Stored(new, encode(new))
+        if event_type == DELETED and info.key == "services":
+            self.cluster_ips.release((new.get("spec") or {}).get("clusterIP", ""))
+        return self._commit(info, event_type, new, old)
+
+    @staticmethod
+    def _grace_period(info: ResourceInfo, obj: JSON, requested: int | None) -> int:
+        """Only scheduled, non-terminal Pods are deleted gracefully (as by a kubelet)."""
+        if info.key != "pods":
+            return 0
+        spec = obj.get("spec") or {}
+        phase = (obj.get("status") or {}).get("phase")
+        if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+            return 0
+        if requested is not None:
+            return max(0, int(requested))
+        return int(spec.get("terminationGracePeriodSeconds", 30))
+
+    def finish_graceful_deletion(
+        self, info: ResourceInfo, namespace: str, name: str, uid: str
+    ) -> None:
+        """What the kubelet does when a pod's grace period ends: delete it with grace 0."""
+        try:
+            current = self.stored(info, namespace, name)
+        except ApiError:
+            return
+        if current.obj["metadata"].get("uid") != uid:
+            return
+        self.api_delete(info, namespace, name, grace_period_seconds=0)
+
+    def remove_finalizer(
+        self, info: ResourceInfo, namespace: str, name: str, finalizer: str
+    ) -> None:
+        """Drop one finalizer (as its controller would); deletes the object if it was the last."""
+        try:
+            current = self.stored(info, namespace, name)
+        except ApiError:
+            return
+        finalizers = current.obj["metadata"].get("finalizers") or []
+        if finalizer not in finalizers:
+            return
+        new: JSON = json.loads(current.raw)
+        remaining = [f for f in finalizers if f != finalizer]
+        if remaining:
+            new["metadata"]["finalizers"] = remaining
+        else:
+            new["metadata"].pop("finalizers", None)
+        self.api_update(info, namespace, name, new, privileged=True)
+
+    def snapshot_stats(self) -> JSON:
+        """Counts for diagnostics: objects per resource, history length, watchers."""
+        return {
+            "resourceVersion": self._rv,
+            "objects": {
+                key: sum(len(b) for b in buckets.values()) for key, buckets in self._objects.items()
+            },
+            "watchers": {key: len(w) for key, w in self._watchers.items() if w},
+        }

@@ -1,0 +1,649 @@
+"""Validation as kube-apiserver does it: names, object metadata, and per-kind rules.
+
+Messages and ``Status.details.causes`` follow apimachinery's ``field.Error`` rendering, so an
+invalid write fails in tests with the text a real cluster would return.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from endpointslice_operator.testing.errors import Cause
+
+JSON = dict[str, Any]
+
+DNS1123_LABEL_MAX = 63
+DNS1123_SUBDOMAIN_MAX = 253
+LABEL_VALUE_MAX = 63
+QUALIFIED_NAME_MAX = 63
+TOTAL_ANNOTATION_SIZE = 256 * 1024
+
+MAX_ENDPOINTS = 1000
+MAX_ADDRESSES = 100
+MAX_PORTS = 20000
+MAX_ZONE_HINTS = 8
+MAX_NODE_HINTS = 8
+MAX_TOPOLOGY_LABELS = 16
+ADDRESS_TYPES = ("FQDN", "IPv4", "IPv6")
+PROTOCOLS = ("SCTP", "TCP", "UDP")
+
+_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN_FMT = _LABEL_FMT + r"(\." + _LABEL_FMT + ")*"
+_DNS1035_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_QUALIFIED_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_LABEL_VALUE_FMT = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
+
+_IANA_SVC_NAME_RE = re.compile(r"^(?=.{1,15}$)(?=.*[a-z])[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_RE = re.compile(f"^{_LABEL_FMT}$")
+_SUBDOMAIN_RE = re.compile(f"^{_SUBDOMAIN_FMT}$")
+_DNS1035_RE = re.compile(f"^{_DNS1035_FMT}$")
+_QUALIFIED_RE = re.compile(f"^{_QUALIFIED_FMT}$")
+_LABEL_VALUE_RE = re.compile(f"^{_LABEL_VALUE_FMT}$")
+
+
+def _max_len(limit: int) -> str:
+    return f"must be no more than {limit} characters"
+
+
+def dns1123_label_errors(value: str) -> list[str]:
+    errors = []
+    if len(value) > DNS1123_LABEL_MAX:
+        errors.append(_max_len(DNS1123_LABEL_MAX))
+    if not _LABEL_RE.match(value):
+        errors.append(
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
+            "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
+            f"'123-abc', regex used for validation is '{_LABEL_FMT}')"
+        )
+    return errors
+
+
+def dns1123_subdomain_errors(value: str) -> list[str]:
+    errors = []
+    if len(value) > DNS1123_SUBDOMAIN_MAX:
+        errors.append(_max_len(DNS1123_SUBDOMAIN_MAX))
+    if not _SUBDOMAIN_RE.match(value):
+        errors.append(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+            "'-' or '.', and must start and end with an alphanumeric character (e.g. "
+            f"'example.com', regex used for validation is '{_SUBDOMAIN_FMT}')"
+        )
+    return errors
+
+
+def dns1035_label_errors(value: str) -> list[str]:
+    errors = []
+    if len(value) > DNS1123_LABEL_MAX:
+        errors.append(_max_len(DNS1123_LABEL_MAX))
+    if not _DNS1035_RE.match(value):
+        errors.append(
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
+            "with an alphabetic character, and end with an alphanumeric character (e.g. "
+            f"'my-name',  or 'abc-123', regex used for validation is '{_DNS1035_FMT}')"
+        )
+    return errors
+
+
+NAME_RULES: dict[str, Callable[[str], list[str]]] = {
+    "subdomain": dns1123_subdomain_errors,
+    "label": dns1123_label_errors,
+    "dns1035": dns1035_label_errors,
+}
+
+
+def qualified_name_errors(value: str) -> list[str]:
+    """IsQualifiedName: an optional DNS-subdomain prefix, a slash, and a name part."""
+    errors: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errors.append("prefix part must be non-empty")
+        else:
+            errors.extend("prefix part " + msg for msg in dns1123_subdomain_errors(prefix))
+    else:
+        return [
+            "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must "
+            "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+            f"'123-abc', regex used for validation is '{_QUALIFIED_FMT}') with an optional DNS "
+            "subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errors.append("name part must be non-empty")
+    elif len(name) > QUALIFIED_NAME_MAX:
+        errors.append("name part " + _max_len(QUALIFIED_NAME_MAX))
+    if name and not _QUALIFIED_RE.match(name):
+        errors.append(
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
+            "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+            f"'123-abc', regex used for validation is '{_QUALIFIED_FMT}')"
+        )
+    return errors
+
+
+def label_key_errors(key: str) -> list[str]:
+    return qualified_name_errors(key)
+
+
+def label_value_errors(value: str) -> list[str]:
+    errors = []
+    if len(value) > LABEL_VALUE_MAX:
+        errors.append(_max_len(LABEL_VALUE_MAX))
+    if not _LABEL_VALUE_RE.match(value):
+        errors.append(
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', "
+            "'_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  "
+            f"or 'my_value',  or '12345', regex used for validation is '{_LABEL_VALUE_FMT}')"
+        )
+    return errors
+
+
+# ---------------------------------------------------------------------------------------------
+# field.Error constructors (reason + rendered message)
+
+
+def _quote(value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps(value)
+    if value is None:
+        return "null"
+    return json.dumps(value) if isinstance(value, bool | int | float) else f"{value}"
+
+
+def invalid_value(path: str, value: Any, detail: str) -> Cause:
+    return Cause("FieldValueInvalid", f"Invalid value: {_quote(value)}: {detail}", path)
+
+
+def required(path: str, detail: str = "") -> Cause:
+    return Cause("FieldValueRequired", "Required value" + (f": {detail}" if detail else ""), path)
+
+
+def duplicate(path: str, value: Any) -> Cause:
+    return Cause("FieldValueDuplicate", f"Duplicate value: {_quote(value)}", path)
+
+
+def not_supported(path: str, value: Any, supported: Iterable[str]) -> Cause:
+    allowed = ", ".join(json.dumps(s) for s in supported)
+    return Cause(
+        "FieldValueNotSupported",
+        f"Unsupported value: {_quote(value)}: supported values: {allowed}",
+        path,
+    )
+
+
+def too_many(path: str, actual: int, limit: int) -> Cause:
+    return Cause("FieldValueTooMany", f"Too many: {actual}: must have at most {limit} items", path)
+
+
+def too_long(path: str, limit: int) -> Cause:
+    return Cause("FieldValueTooLong", f"Too long: may not be more than {limit} bytes", path)
+
+
+def forbidden(path: str, detail: str) -> Cause:
+    return Cause("FieldValueForbidden", f"Forbidden: {detail}", path)
+
+
+def immutable(path: str, value: Any) -> Cause:
+    return invalid_value(path, value, "field is immutable")
+
+
+# ---------------------------------------------------------------------------------------------
+# Object metadata
+
+
+def validate_labels(labels: Any, path: str) -> list[Cause]:
+    causes: list[Cause] = []
+    if labels is None:
+        return causes
+    if not isinstance(labels, dict):
+        return [invalid_value(path, labels, "must be a map of strings")]
+    for key, value in labels.items():
+        causes.extend(invalid_value(path, key, msg) for msg in label_key_errors(key))
+        if not isinstance(value, str):
+            causes.append(invalid_value(f"{path}[{key}]", value, "must be a string"))
+            continue
+        causes.extend(
+            invalid_value(f"{path}[{key}]", value, msg) for msg in label_value_errors(value)
+        )
+    return causes
+
+
+def validate_annotations(annotations: Any, path: str) -> list[Cause]:
+    causes: list[Cause] = []
+    if annotations is None:
+        return causes
+    if not isinstance(annotations, dict):
+        return [invalid_value(path, annotations, "must be a map of strings")]
+    total = 0
+    for key, value in annotations.items():
+        causes.extend(invalid_value(path, key, msg) for msg in qualified_name_errors(key.lower()))
+        if not isinstance(value, str):
+            causes.append(invalid_value(f"{path}[{key}]", value, "must be a string"))
+            continue
+        total += len(key) + len(value)
+    if total > TOTAL_ANNOTATION_SIZE:
+        causes.append(too_long(path, TOTAL_ANNOTATION_SIZE))
+    return causes
+
+
+def validate_owner_references(refs: Any, path: str) -> list[Cause]:
+    if refs is None:
+        return []
+    if not isinstance(refs, list):
+        return [invalid_value(path, refs, "must be a list")]
+    causes: list[Cause] = []
+    controllers = 0
+    for ref in refs:
+        if not isinstance(ref, dict):
+            causes.append(invalid_value(path, ref, "must be an object"))
+            continue
+        api_version = ref.get("apiVersion") or ""
+        if not api_version or api_version.endswith("/"):
+            causes.append(
+                invalid_value(f"{path}.apiVersion", api_version, "version must not be empty")
+            )
+        if not ref.get("kind"):
+            causes.append(
+                invalid_value(f"{path}.kind", ref.get("kind", ""), "kind must not be empty")
+            )
+        if not ref.get("name"):
+            causes.append(
+                invalid_value(f"{path}.name", ref.get("name", ""), "name must not be empty")
+            )
+        if not ref.get("uid"):
+            causes.append(invalid_value(f"{path}.uid", ref.get("uid", ""), "uid must not be empty"))
+        if ref.get("controller") is True:
+            controllers += 1
+    if controllers > 1:
+        causes.append(
+            invalid_value(path, refs, "Only one reference can have Controller set to true")
+        )
+    return causes
+
+
+def validate_object_meta(
+    meta: JSON,
+    *,
+    namespaced: bool,
+    name_rule: str,
+    old_meta: JSON | None = None,
+) -> list[Cause]:
+    """ValidateObjectMeta (+ ValidateObjectMetaUpdate when ``old_meta`` is given)."""
+    causes: list[Cause] = []
+    name = meta.get("name") or ""
+    if not name:
+        causes.append(required("metadata.name", "name or generateName is required"))
+    else:
+        check = NAME_RULES[name_rule]
+        causes.extend(invalid_value("metadata.name", name, msg) for msg in check(name))
+    namespace = meta.get("namespace") or ""
+    if namespaced:
+        if not namespace:
+            causes.append(required("metadata.namespace"))
+        else:
+            causes.extend(
+                invalid_value("metadata.namespace", namespace, msg)
+                for msg in dns1123_label_errors(namespace)
+            )
+    elif namespace:
+        causes.append(forbidden("metadata.namespace", "not allowed on this type"))
+    causes.extend(validate_labels(meta.get("labels"), "metadata.labels"))
+    causes.extend(validate_annotations(meta.get("annotations"), "metadata.annotations"))
+    causes.extend(
+        validate_owner_references(meta.get("ownerReferences"), "metadata.ownerReferences")
+    )
+    finalizers = meta.get("finalizers") or []
+    for finalizer in finalizers:
+        causes.extend(
+            invalid_value("metadata.finalizers", finalizer, msg)
+            for msg in qualified_name_errors(str(finalizer))
+        )
+    if len(set(finalizers)) != len(finalizers):
+        seen: set[str] = set()
+        for finalizer in finalizers:
+            if finalizer in seen:
+                causes.append(duplicate("metadata.finalizers", finalizer))
+            seen.add(finalizer)
+    if old_meta is not None:
+        causes.extend(
+            immutable(f"metadata.{key}", meta.get(key))
+            for key in ("name", "namespace", "uid", "creationTimestamp")
+            if meta.get(key) != old_meta.get(key) and meta.get(key) is not None
+        )
+        if old_meta.get("deletionTimestamp"):
+            new_finalizers = set(finalizers) - set(old_meta.get("finalizers") or [])
+            if new_finalizers:
+                causes.append(
+                    forbidden(
+                        "metadata.finalizers",
+                        "no new finalizers can be added if the object is being deleted, found new "
+                        f"finalizers {sorted(new_finalizers)!r}",
+                    )
+                )
+    return causes
+
+
+# ---------------------------------------------------------------------------------------------
+# EndpointSlices (discovery.k8s.io/v1)
+
+
+def _ip_errors(path: str, address: str, version: int) -> list[Cause]:
+    try:
+        ip: ipaddress.IPv4Address | ipaddress.IPv6Address = (
+            ipaddress.IPv4Address(address) if version == 4 else ipaddress.IPv6Address(address)
+        )
+    except ValueError:
+        return [invalid_value(path, address, f"must be a valid IPv{version} address")]
+    if isinstance(ip, ipaddress.IPv6Address) and (ip.ipv4_mapped is not None or "%" in address):
+        return [invalid_value(path, address, "must be a valid IPv6 address")]
+    if ip.is_unspecified:
+        return [invalid_value(path, address, "may not be unspecified (0.0.0.0, ::)")]
+    if ip.is_loopback:
+        return [
+            invalid_value(path, address, "may not be in the loopback range (127.0.0.0/8, ::1/128)")
+        ]
+    if ip.is_link_local:
+        return [
+            invalid_value(
+                path, address, "may not be in the link-local range (169.254.0.0/16, fe80::/10)"
+            )
+        ]
+    link_local_multicast = (
+        ipaddress.ip_network("224.0.0.0/24") if version == 4 else ipaddress.ip_network("ff02::/16")
+    )
+    if ip in link_local_multicast:
+        return [
+            invalid_value(
+                path,
+                address,
+                "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)",
+            )
+        ]
+    return []
+
+
+def _fqdn_errors(path: str, address: str) -> list[Cause]:
+    value = address[:-1] if address.endswith(".") else address
+    if not value:
+        return [required(path)]
+    causes = [invalid_value(path, address, msg) for msg in dns1123_subdomain_errors(value)]
+    if "." not in value:
+        causes.append(
+            invalid_value(
+                path, address, "should be a domain with at least two segments separated by dots"
+            )
+        )
+    return causes
+
+
+def _validate_hints(hints: JSON, path: str) -> list[Cause]:
+    causes: list[Cause] = []
+    for field, limit, check in (
+        ("forZones", MAX_ZONE_HINTS, label_value_errors),
+        ("forNodes", MAX_NODE_HINTS, dns1123_subdomain_errors),
+    ):
+        entries = hints.get(field) or []
+        if len(entries) > limit:
+            causes.append(too_many(f"{path}.{field}", len(entries), limit))
+            continue
+        seen: set[str] = set()
+        for i, entry in enumerate(entries):
+            name = (entry or {}).get("name", "")
+            entry_path = f"{path}.{field}[{i}].name"
+            if name in seen:
+                causes.append(duplicate(entry_path, name))
+            seen.add(name)
+            causes.extend(invalid_value(entry_path, name, msg) for msg in check(name))
+    return causes
+
+
+def _validate_endpoints(endpoints: Any, address_type: str) -> list[Cause]:
+    if endpoints is None:
+        return []
+    if not isinstance(endpoints, list):
+        return [invalid_value("endpoints", endpoints, "must be a list")]
+    if len(endpoints) > MAX_ENDPOINTS:
+        return [too_many("endpoints", len(endpoints), MAX_ENDPOINTS)]
+    causes: list[Cause] = []
+    for i, endpoint in enumerate(endpoints):
+        base = f"endpoints[{i}]"
+        addresses = endpoint.get("addresses") or []
+        if not addresses:
+            causes.append(required(f"{base}.addresses", "must contain at least 1 address"))
+        elif len(addresses) > MAX_ADDRESSES:
+            causes.append(too_many(f"{base}.addresses", len(addresses), MAX_ADDRESSES))
+        for j, address in enumerate(addresses):
+            path = f"{base}.addresses[{j}]"
+            if address_type == "IPv4":
+                causes.extend(_ip_errors(path, address, 4))
+            elif address_type == "IPv6":
+                causes.extend(_ip_errors(path, address, 6))
+            elif address_type == "FQDN":
+                causes.extend(_fqdn_errors(path, address))
+        node_name = endpoint.get("nodeName")
+        if node_name is not None:
+            causes.extend(
+                invalid_value(f"{base}.nodeName", node_name, msg)
+                for msg in dns1123_subdomain_errors(node_name)
+            )
+        topology = endpoint.get("deprecatedTopology") or {}
+        if len(topology) > MAX_TOPOLOGY_LABELS:
+            causes.append(
+                too_many(f"{base}.deprecatedTopology", len(topology), MAX_TOPOLOGY_LABELS)
+            )
+        causes.extend(validate_labels(topology, f"{base}.deprecatedTopology"))
+        hostname = endpoint.get("hostname")
+        if hostname is not None:
+            causes.extend(
+                invalid_value(f"{base}.hostname", hostname, msg)
+                for msg in dns1123_label_errors(hostname)
+            )
+        if endpoint.get("hints") is not None:
+            causes.extend(_validate_hints(endpoint["hints"], f"{base}.hints"))
+    return causes
+
+
+def _validate_slice_ports(ports: Any) -> list[Cause]:
+    if ports is None:
+        return []
+    if not isinstance(ports, list):
+        return [invalid_value("ports", ports, "must be a list")]
+    if len(ports) > MAX_PORTS:
+        return [too_many("ports", len(ports), MAX_PORTS)]
+    causes: list[Cause] = []
+    names: set[str] = set()
+    for i, port in enumerate(ports):
+        base = f"ports[{i}]"
+        name = port.get("name") or ""
+        if name:
+            causes.extend(
+                invalid_value(f"{base}.name", name, msg) for msg in dns1123_label_errors(name)
+            )
+        if name in names:
+            causes.append(duplicate(f"{base}.name", name))
+        names.add(name)
+        protocol = port.get("protocol")
+        if protocol is None:
+            causes.append(required(f"{base}.protocol"))
+        elif protocol not in PROTOCOLS:
+            causes.append(not_supported(f"{base}.protocol", protocol, PROTOCOLS))
+        app_protocol = port.get("appProtocol")
+        if app_protocol is not None:
+            causes.extend(
+                invalid_value(f"{base}.appProtocol", app_protocol, msg)
+                for msg in qualified_name_errors(app_protocol)
+            )
+    return causes
+
+
+def validate_endpoint_slice(obj: JSON, old: JSON | None) -> list[Cause]:
+    """ValidateEndpointSliceCreate / ValidateEndpointSliceUpdate (metadata checked apart)."""
+    causes: list[Cause] = []
+    address_type = obj.get("addressType") or ""
+    if not address_type:
+        causes.append(required("addressType"))
+    elif address_type not in ADDRESS_TYPES and not (old is not None and address_type == "IP"):
+        causes.append(not_supported("addressType", address_type, ADDRESS_TYPES))
+    causes.extend(_validate_endpoints(obj.get("endpoints"), address_type))
+    causes.extend(_validate_slice_ports(obj.get("ports")))
+    if old is not None and address_type != old.get("addressType"):
+        causes.append(immutable("addressType", address_type))
+    return causes
+
+
+# ---------------------------------------------------------------------------------------------
+# Other kinds: the rules that a controller's writes are likely to trip over
+
+
+def _port_number_errors(path: str, value: Any) -> list[Cause]:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 65535:
+        return [invalid_value(path, value, "must be between 1 and 65535, inclusive")]
+    return []
+
+
+def validate_pod(obj: JSON, old: JSON | None) -> list[Cause]:
+    spec = obj.get("spec") or {}
+    containers = spec.get("containers") or []
+    causes: list[Cause] = []
+    if not containers:
+        causes.append(required("spec.containers"))
+    names: set[str] = set()
+    for i, container in enumerate(containers):
+        base = f"spec.containers[{i}]"
+        name = container.get("name") or ""
+        if not name:
+            causes.append(required(f"{base}.name"))
+        else:
+            causes.extend(
+                invalid_value(f"{base}.name", name, m) for m in dns1123_label_errors(name)
+            )
+            if name in names:
+                causes.append(duplicate(f"{base}.name", name))
+            names.add(name)
+        if not container.get("image") and old is None:
+            causes.append(required(f"{base}.image"))
+        for j, port in enumerate(container.get("ports") or []):
+            causes.extend(
+                _port_number_errors(f"{base}.ports[{j}].containerPort", port.get("containerPort"))
+            )
+    if (
+        old is not None
+        and spec.get("nodeName") != (old.get("spec") or {}).get("nodeName")
+        and (old.get("spec") or {}).get("nodeName")
+    ):
+        causes.append(
+            forbidden(
+                "spec",
+                "pod updates may not change fields other than `spec.containers[*].image`, "
+                "`spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, "
+                "`spec.tolerations` (only additions to existing tolerations), "
+                "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was "
+                "previously negative)",
+            )
+        )
+    return causes
+
+
+SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
+
+
+def validate_service(obj: JSON, old: JSON | None) -> list[Cause]:
+    spec = obj.get("spec") or {}
+    causes: list[Cause] = []
+    service_type = spec.get("type", "ClusterIP")
+    if service_type not in SERVICE_TYPES:
+        causes.append(not_supported("spec.type", service_type, SERVICE_TYPES))
+    ports = spec.get("ports") or []
+    headless = spec.get("clusterIP") == "None"
+    if not ports and service_type != "ExternalName" and not headless:
+        causes.append(required("spec.ports"))
+    names: set[str] = set()
+    for i, port in enumerate(ports):
+        base = f"spec.ports[{i}]"
+        name = port.get("name") or ""
+        if len(ports) > 1 and not name:
+            causes.append(required(f"{base}.name"))
+        elif name:
+            causes.extend(
+                invalid_value(f"{base}.name", name, m) for m in dns1123_label_errors(name)
+            )
+        if name in names:
+            causes.append(duplicate(f"{base}.name", name))
+        names.add(name)
+        causes.extend(_port_number_errors(f"{base}.port", port.get("port")))
+        protocol = port.get("protocol", "TCP")
+        if protocol not in PROTOCOLS:
+            causes.append(not_supported(f"{base}.protocol", protocol, PROTOCOLS))
+        target = port.get("targetPort")
+        if isinstance(target, int) and not isinstance(target, bool):
+            causes.extend(_port_number_errors(f"{base}.targetPort", target))
+        elif isinstance(target, str) and not _IANA_SVC_NAME_RE.match(target):
+            detail = "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)"
+            causes.append(invalid_value(f"{base}.targetPort", target, detail))
+    causes.extend(validate_labels(spec.get("selector"), "spec.selector"))
+    if old is not None:
+        old_spec = old.get("spec") or {}
+        old_ip = old_spec.get("clusterIP")
+        if (
+            old_ip
+            and spec.get("clusterIP")
+            and spec.get("clusterIP") != old_ip
+            and service_type != "ExternalName"
+        ):
+            causes.append(immutable("spec.clusterIP", spec.get("clusterIP")))
+    return causes
+
+
+def validate_lease(obj: JSON, old: JSON | None) -> list[Cause]:
+    spec = obj.get("spec") or {}
+    causes: list[Cause] = []
+    duration = spec.get("leaseDurationSeconds")
+    if duration is not None and (not isinstance(duration, int) or duration <= 0):
+        causes.append(
+            invalid_value("spec.leaseDurationSeconds", duration, "must be greater than 0")
+        )
+    transitions = spec.get("leaseTransitions")
+    if transitions is not None and (not isinstance(transitions, int) or transitions < 0):
+        causes.append(
+            invalid_value(
+                "spec.leaseTransitions", transitions, "must be greater than or equal to 0"
+            )
+        )
+    return causes
+
+
+def validate_core_event(obj: JSON, old: JSON | None) -> list[Cause]:
+    involved = obj.get("involvedObject") or {}
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    involved_ns = involved.get("namespace")
+    if involved_ns and involved_ns != namespace:
+        return [
+            invalid_value("involvedObject.namespace", involved_ns, "does not match event.namespace")
+        ]
+    return []
+
+
+def validate_events_v1_event(obj: JSON, old: JSON | None) -> list[Cause]:
+    causes: list[Cause] = []
+    required_fields = ("eventTime", "reportingController", "reportingInstance", "action", "reason")
+    causes.extend(required(field) for field in required_fields if not obj.get(field))
+    event_type = obj.get("type")
+    if event_type not in ("Normal", "Warning"):
+        causes.append(not_supported("type", event_type or "", ("Normal", "Warning")))
+    return causes
+
+
+KIND_VALIDATORS: dict[tuple[str, str], Callable[[JSON, JSON | None], list[Cause]]] = {
+    ("discovery.k8s.io", "endpointslices"): validate_endpoint_slice,
+    ("", "pods"): validate_pod,
+    ("", "services"): validate_service,
+    ("coordination.k8s.io", "leases"): validate_lease,
+    ("", "events"): validate_core_event,
+    ("events.k8s.io", "events"): validate_events_v1_event,
+}

@@ -1,0 +1,139 @@
+"""Watch events, the per-watcher filtering and buffering, and their wire encoding."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from endpointslice_operator.testing.resources import ResourceInfo
+from endpointslice_operator.testing.selectors import FieldSelector, LabelSelector
+
+JSON = dict[str, Any]
+
+ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
+
+
+def encode(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def event_line(event_type: str, raw_object: bytes) -> bytes:
+    return b'{"type":"' + event_type.encode() + b'","object":' + raw_object + b"}\n"
+
+
+@dataclass(slots=True)
+class Event:
+    """One committed change: its resourceVersion, type, object states and encoded object."""
+
+    rv: int
+    type: str
+    info: ResourceInfo
+    obj: JSON  # the new state; for DELETED the last state, carrying the deletion's version
+    raw: bytes
+    old: JSON | None  # the previous state for MODIFIED (to see objects leave a selector)
+    _lines: dict[str, bytes] = field(default_factory=dict)
+
+    def line(self, event_type: str) -> bytes:
+        cached = self._lines.get(event_type)
+        if cached is None:
+            cached = self._lines[event_type] = event_line(event_type, self.raw)
+        return cached
+
+
+def _namespace_of(obj: JSON) -> str:
+    return (obj.get("metadata") or {}).get("namespace") or ""
+
+
+class Watcher:
+    """A watch's filter and its pending, already encoded lines.
+
+    Filtering follows the watch cache: an object entering the selector is ``ADDED``, one
+    leaving it is ``DELETED`` (with its new state), and changes outside it are not sent.
+    """
+
+    def __init__(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        *,
+        max_pending: int,
+    ) -> None:
+        self.info = info
+        self.namespace = namespace
+        self.labels = labels
+        self.fields = fields
+        self.max_pending = max_pending
+        self.pending: deque[bytes] = deque()
+        self.overflowed = False
+        self.closed = False
+        self.wakeup = asyncio.Event()
+
+    def matches(self, obj: JSON | None) -> bool:
+        if obj is None:
+            return False
+        if self.namespace and _namespace_of(obj) != self.namespace:
+            return False
+        if not self.labels.empty and not self.labels.matches(
+            (obj.get("metadata") or {}).get("labels")
+        ):
+            return False
+        return self.fields.empty or self.fields.matches(obj)
+
+    def classify(self, event: Event) -> str | None:
+        """The event type this watcher sees for ``event``, or None to skip it."""
+        now = self.matches(event.obj)
+        if event.type == ADDED:
+            return ADDED if now else None
+        if event.type == DELETED:
+            return DELETED if now else None
+        before = self.matches(event.old)
+        if before and now:
+            return MODIFIED
+        if now:
+            return ADDED
+        if before:
+            return DELETED
+        return None
+
+    def offer(self, event: Event) -> None:
+        event_type = self.classify(event)
+        if event_type is not None:
+            self.push(event.line(event_type))
+
+    def push(self, line: bytes) -> None:
+        if self.closed:
+            return
+        if len(self.pending) >= self.max_pending:
+            # Like the watch cache with a blocked watcher: terminate it; the client re-lists.
+            self.overflowed = True
+            self.closed = True
+        else:
+            self.pending.append(line)
+        self.wakeup.set()
+
+    def close(self) -> None:
+        self.closed = True
+        self.wakeup.set()
+
+    def drain(self) -> bytes:
+        lines = b"".join(self.pending)
+        self.pending.clear()
+        self.wakeup.clear()
+        return lines
+
+
+def bookmark_line(info: ResourceInfo, rv: int, *, initial_events_end: bool = False) -> bytes:
+    metadata: JSON = {"resourceVersion": str(rv)}
+    if initial_events_end:
+        metadata["annotations"] = {"k8s.io/initial-events-end": "true"}
+    body = {"kind": info.kind, "apiVersion": info.api_version, "metadata": metadata}
+    return event_line(BOOKMARK, encode(body))
+
+
+def error_line(status: JSON) -> bytes:
+    return event_line(ERROR, encode(status))

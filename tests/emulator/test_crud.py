@@ -1,0 +1,80 @@
+"""Basic object lifecycle over HTTP: create, get, list, update, delete, metadata rules."""
+
+from __future__ import annotations
+
+from endpointslice_operator.testing import Emulator
+from tests.emulator.conftest import SLICES, Client, endpoint_slice
+
+
+async def test_create_sets_server_metadata(client: Client) -> None:
+    status, body = await client.post(SLICES, endpoint_slice("web-1"))
+    assert status == 201
+    meta = body["metadata"]
+    assert meta["name"] == "web-1"
+    assert meta["namespace"] == "default"
+    assert meta["generation"] == 1
+    assert meta["uid"]
+    assert meta["creationTimestamp"].endswith("Z")
+    assert int(meta["resourceVersion"]) > 0
+
+
+async def test_resource_versions_increase_globally(client: Client) -> None:
+    _, first = await client.post(SLICES, endpoint_slice("a"))
+    _, second = await client.post(SLICES, endpoint_slice("b"))
+    assert int(second["metadata"]["resourceVersion"]) > int(first["metadata"]["resourceVersion"])
+
+
+async def test_get_missing_is_a_not_found_status(client: Client) -> None:
+    status, body = await client.get(f"{SLICES}/nope")
+    assert status == 404
+    assert body["kind"] == "Status"
+    assert body["reason"] == "NotFound"
+    assert body["message"] == 'endpointslices.discovery.k8s.io "nope" not found'
+    assert body["details"] == {
+        "name": "nope",
+        "kind": "endpointslices",
+        "group": "discovery.k8s.io",
+    }
+
+
+async def test_create_twice_is_already_exists(client: Client) -> None:
+    await client.post(SLICES, endpoint_slice("dup"))
+    status, body = await client.post(SLICES, endpoint_slice("dup"))
+    assert status == 409
+    assert body["reason"] == "AlreadyExists"
+
+
+async def test_create_in_missing_namespace_is_not_found(client: Client) -> None:
+    status, body = await client.post(
+        "/apis/discovery.k8s.io/v1/namespaces/ghost/endpointslices", endpoint_slice("x")
+    )
+    assert status == 404
+    assert body["message"] == 'namespaces "ghost" not found'
+
+
+async def test_store_writes_are_visible_over_http(emu: Emulator, client: Client) -> None:
+    created = emu.store.create(endpoint_slice("from-store"))
+    status, body = await client.get(f"{SLICES}/from-store")
+    assert status == 200
+    assert body == created
+
+
+async def test_delete_answers_a_success_status(emu: Emulator, client: Client) -> None:
+    _, created = await client.post(SLICES, endpoint_slice("gone"))
+    status, body = await client.delete(f"{SLICES}/gone")
+    assert status == 200
+    assert body["kind"] == "Status"
+    assert body["status"] == "Success"
+    assert body["details"]["uid"] == created["metadata"]["uid"]
+    assert emu.store.get("endpointslices", "default", "gone") is None
+
+
+async def test_request_log_counts_verbs(emu: Emulator, client: Client) -> None:
+    await client.post(SLICES, endpoint_slice("a"))
+    await client.get(f"{SLICES}/a")
+    await client.get(SLICES)
+    assert emu.requests.count(verb="create", resource="endpointslices") == 1
+    assert emu.requests.count(verb="get", resource="endpointslices", name="a") == 1
+    assert emu.requests.count(verb="list", resource="endpointslices") == 1
+    emu.requests.clear()
+    assert emu.requests.count() == 0
