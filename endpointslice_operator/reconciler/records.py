@@ -146,7 +146,7 @@ def pod_record(pod: Mapping[str, Any]) -> PodRecord:
         if isinstance(condition, Mapping) and condition.get("type") == "Ready":
             ready = condition.get("status") == "True"
             transition = condition.get("lastTransitionTime")
-            ready_transition = transition if isinstance(transition, str) else None
+            ready_transition = sys.intern(transition) if isinstance(transition, str) else None
             break
 
     return PodRecord(

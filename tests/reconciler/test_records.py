@@ -1,0 +1,202 @@
+"""PodRecord, IP canonicalisation, configuration and small helpers."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from pydantic import ValidationError
+
+from endpointslice_operator.reconciler import (
+    PodRecord,
+    ReconcilerConfig,
+    desired_from_service_pods,
+    format_trigger_time,
+    pod_record,
+)
+from endpointslice_operator.reconciler.ipaddr import canonical_ip
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1.2.3.4", ("1.2.3.4", False)),
+        ("010.001.002.003", ("10.1.2.3", False)),  # Go's ParseIPSloppy reads leading zeros
+        ("1234::5678:0000:0000:9abc:def0", ("1234::5678:0:0:9abc:def0", True)),
+        ("2001:DB8:0:0:1:0:0:1", ("2001:db8::1:0:0:1", True)),  # first longest zero run
+        ("::ffff:1.2.3.4", ("1.2.3.4", False)),  # IPv4-mapped IPv6 is IPv4
+        ("::ffff:010.1.1.1", ("10.1.1.1", False)),
+        ("::1.2.3.4", ("::102:304", True)),
+        ("fe80::1%eth0", None),
+        ("1.2.3.256", None),
+        ("1.2.3", None),
+        ("not-an-ip", None),
+        ("", None),
+    ],
+)
+def test_canonical_ip(text: str, expected: tuple[str, bool] | None) -> None:
+    assert canonical_ip(text) == expected
+
+
+def _pod(**status: object) -> dict[str, object]:
+    return {
+        "metadata": {"namespace": "ns", "name": "p", "uid": "u", "labels": {"app": "a"}},
+        "spec": {
+            "nodeName": "n",
+            "hostname": "h",
+            "subdomain": "s",
+            "containers": [{"ports": [{"name": "http", "containerPort": 80}]}],
+            "initContainers": [
+                {
+                    "restartPolicy": "Always",
+                    "ports": [{"name": "side", "containerPort": 81, "protocol": "UDP"}],
+                },
+                {"ports": [{"name": "init", "containerPort": 82}]},
+            ],
+        },
+        "status": status,
+    }
+
+
+def test_pod_record_projects_what_the_reconciler_reads() -> None:
+    record = pod_record(
+        _pod(
+            phase="Running",
+            podIP="10.0.0.1",
+            podIPs=[{"ip": "10.0.0.1"}, {"ip": "fd00::0001"}, {"ip": "::ffff:10.0.0.2"}],
+            conditions=[
+                {"type": "PodScheduled", "status": "True"},
+                {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+            ],
+        )
+    )
+    assert record.ipv4 == ("10.0.0.1", "10.0.0.2")
+    assert record.ipv6 == ("fd00::1",)
+    assert record.pod_ips == ("10.0.0.1", "fd00::0001", "::ffff:10.0.0.2")
+    assert record.ready and record.ready_transition == "2026-01-01T00:00:00Z"
+    assert not record.terminating
+    assert record.container_ports == (("http", "TCP", 80),)
+    assert record.sidecar_ports == (("side", "UDP", 81),)
+    assert (record.node_name, record.hostname, record.subdomain) == ("n", "h", "s")
+    assert dict(record.labels) == {"app": "a"}
+    assert record.errors == ()
+
+
+@pytest.mark.parametrize(
+    "pod",
+    [
+        pytest.param({}, id="empty"),
+        pytest.param({"metadata": None, "spec": [], "status": "x"}, id="wrong types"),
+        pytest.param(
+            _pod(podIPs=[{"ip": "bogus"}, {"ip": 7}, "x", {"ip": "10.0.0.9"}]), id="bad IPs"
+        ),
+        pytest.param(_pod(conditions="Ready"), id="bad conditions"),
+        pytest.param(
+            {"spec": {"containers": [{"ports": [{"name": "x", "containerPort": "80"}]}, None]}},
+            id="bad container port",
+        ),
+    ],
+)
+def test_malformed_pods_never_raise(pod: dict[str, object]) -> None:
+    record = pod_record(pod)
+    assert isinstance(record, PodRecord)
+    service = {"metadata": {"name": "s", "namespace": "ns"}, "spec": {"ports": [{"port": 80}]}}
+    desired = desired_from_service_pods(service, [pod, record, None], [])  # type: ignore[list-item]
+    assert "skipping a pod that is not an object: NoneType" in desired.errors
+
+
+def test_bad_ips_are_dropped_and_reported() -> None:
+    record = pod_record(_pod(phase="Running", podIPs=[{"ip": "bogus"}, {"ip": "10.0.0.9"}]))
+    assert record.ipv4 == ("10.0.0.9",)
+    assert record.errors == ("invalid pod IP 'bogus'",)
+    service = {
+        "metadata": {"name": "s", "namespace": "ns"},
+        "spec": {"ipFamilies": ["IPv4"], "ports": [{"port": 80}]},
+    }
+    desired = desired_from_service_pods(service, [record], [{"metadata": {"name": "n"}}])
+    assert desired.errors == ["Pod ns/p: invalid pod IP 'bogus'"]
+    assert desired.endpoint_count("IPv4") == 1
+
+
+def test_records_share_label_maps_and_port_tables() -> None:
+    first = pod_record(_pod(phase="Running"))
+    second = pod_record(_pod(phase="Running"))
+    assert first.labels is second.labels
+    assert first.container_ports is second.container_ports
+
+
+def test_pod_record_memory_per_replica_is_under_2_kib() -> None:
+    def replica(i: int) -> dict[str, object]:
+        ip = f"10.1.{i // 250}.{i % 250 + 1}"
+        return {
+            "metadata": {
+                "namespace": "production",
+                "name": f"checkout-7d9f8b6c5d-{i:05x}",
+                "uid": f"3f0c1a2e-5b6d-4e7f-8a9b-{i:012x}",
+                "resourceVersion": str(1234567 + i),
+                "labels": {"app": "checkout", "pod-template-hash": "7d9f8b6c5d", "tier": "web"},
+            },
+            "spec": {
+                "nodeName": f"ip-10-0-{i % 50}-17.ec2.internal",
+                "containers": [{"name": "app", "ports": [{"name": "http", "containerPort": 8080}]}],
+            },
+            "status": {
+                "phase": "Running",
+                "podIP": ip,
+                "podIPs": [{"ip": ip}],
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "lastTransitionTime": "2026-01-01T00:00:00Z",
+                    }
+                ],
+            },
+        }
+
+    # Bodies arrive as JSON text and are dropped once projected, as in the operator's index:
+    # the record must pay for every string it keeps.
+    text = json.dumps([replica(i) for i in range(2000)])
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    bodies = json.loads(text)
+    records = [pod_record(body) for body in bodies]
+    del bodies
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert len(records) == 2000
+    assert (after - before) / len(records) <= 2048
+
+
+def test_config_validation() -> None:
+    config = ReconcilerConfig(controller_name="endpointslice-operator.example.io")
+    assert config.max_endpoints_per_slice == 100
+    assert config.placeholder and config.ownership_enforced and config.topology_hints
+    assert config.prefer_same_traffic_distribution
+    for bad in (0, 1001, -5):
+        with pytest.raises(ValidationError):
+            ReconcilerConfig(controller_name="x", max_endpoints_per_slice=bad)
+    for name in ("", "-x", "a b", "x" * 64, "x/y"):
+        with pytest.raises(ValidationError):
+            ReconcilerConfig(controller_name=name)
+    with pytest.raises(ValidationError):
+        config.max_endpoints_per_slice = 5  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("moment", "text"),
+    [
+        (datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC), "2026-01-02T03:04:05Z"),
+        (datetime(2026, 1, 2, 3, 4, 5, 120000, tzinfo=UTC), "2026-01-02T03:04:05.12Z"),
+        (datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC), "2026-01-02T03:04:05.123456Z"),
+        (
+            datetime(2026, 1, 2, 5, 4, 5, tzinfo=timezone(timedelta(hours=2))),
+            "2026-01-02T03:04:05Z",
+        ),
+        (datetime(2026, 1, 2, 3, 4, 5, 500), "2026-01-02T03:04:05.0005Z"),  # naive is UTC
+    ],
+)
+def test_format_trigger_time(moment: datetime, text: str) -> None:
+    assert format_trigger_time(moment) == text
