@@ -117,3 +117,12 @@ def test_non_default_values_reach_the_operator(tmp_path: Path) -> None:
 def test_rendered_environment_is_valid_for_the_operator(replicas: int) -> None:
     env = env_of(render_objects({"replicaCount": replicas}))
     assert load_settings([], environ=env).leader_election is True
+
+
+@pytest.mark.parametrize(
+    ("batch_period", "seconds"),
+    [("0s", 0.0), ("500ms", 0.5), ("1m30s", 90.0), ("1.5", 1.5), (2, 2.0)],
+)
+def test_batch_period_forms(batch_period: str | int, seconds: float) -> None:
+    env = env_of(render_objects({"batchPeriod": batch_period}))
+    assert load_settings([], environ=env).batch_period == seconds
