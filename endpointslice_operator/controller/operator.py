@@ -22,7 +22,7 @@ import copy
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Collection, Iterator, Mapping
 from typing import Any, cast
 
 import kopf
@@ -31,6 +31,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api, Disco
 
 from endpointslice_operator.controller.events import EventRecorder
 from endpointslice_operator.controller.handlers import EventRouter, register_handlers
+from endpointslice_operator.controller.health import HealthServer
 from endpointslice_operator.controller.indexes import Indexes
 from endpointslice_operator.controller.queue import ServiceQueue
 from endpointslice_operator.controller.sync import ServiceSyncer
@@ -49,7 +50,10 @@ WATCH_SERVER_TIMEOUT = 300.0
 WATCH_CLIENT_TIMEOUT = WATCH_SERVER_TIMEOUT + 60.0
 """Give up on a watch stream the server has silently stopped serving."""
 WATCH_CONNECT_TIMEOUT = 30.0
-READINESS_POLL_INTERVAL = 1.0
+READINESS_POLL_INTERVAL = 0.05
+"""How often the index sizes are compared with the expected counts (in memory, cheap)."""
+READINESS_RECOUNT_INTERVAL = 2.0
+"""How often the expected counts are asked from the API server again."""
 SHUTDOWN_TIMEOUT = 10.0
 
 
@@ -137,6 +141,30 @@ class _MemoryDiffBaseStorage(kopf.DiffBaseStorage):
         self._essences[str(body.get("metadata", {}).get("uid") or "")] = essence
 
 
+class _NotKopfTasks(Collection["asyncio.Task[Any]"]):
+    """Kopf's ``run_tasks(ignored=...)``: every task that is not running Kopf code.
+
+    On shutdown Kopf waits up to 5 s for every task created since it started, taking them for
+    its own hung tasks. In-process (tests, the demo) those include the work queue's, the
+    emulator's and the test's tasks, which are none of Kopf's business.
+    """
+
+    def __contains__(self, task: object) -> bool:
+        if not isinstance(task, asyncio.Task):
+            return False
+        code = getattr(task.get_coro(), "cr_code", None)
+        return code is None or not code.co_filename.startswith(_KOPF_DIR)
+
+    def __iter__(self) -> Iterator[asyncio.Task[Any]]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+_KOPF_DIR = os.path.dirname(kopf.__file__)
+
+
 def kopf_settings() -> kopf.OperatorSettings:
     settings = kopf.OperatorSettings()
     settings.posting.enabled = False
@@ -150,6 +178,9 @@ def kopf_settings() -> kopf.OperatorSettings:
     settings.watching.client_timeout = WATCH_CLIENT_TIMEOUT
     settings.watching.connect_timeout = WATCH_CONNECT_TIMEOUT
     settings.watching.reconnect_backoff = 1.0
+    # Kopf would SIGKILL the process if its tasks were cancelled without the stop flag; the
+    # operator always stops Kopf through the flag, and must never kill an embedding process.
+    settings.process.ultimate_exiting_timeout = None
     return settings
 
 
@@ -184,7 +215,7 @@ class Operator:
         self.syncer: ServiceSyncer | None = None
         self.queue: ServiceQueue | None = None
         self.api_client: ApiClient | None = None
-        self.health: Any = None
+        self.health: HealthServer | None = None
         self._stop = asyncio.Event()
         self._ready = asyncio.Event()
         self._leading = asyncio.Event()
@@ -258,15 +289,7 @@ class Operator:
         self._kopf_stop = loop.create_future()
         namespaces = list(self.settings.namespaces)
         kopf_task = asyncio.create_task(
-            kopf.operator(
-                registry=registry,
-                settings=kopf_settings(),
-                standalone=True,
-                clusterwide=not namespaces,
-                namespaces=namespaces,
-                stop_flag=self._kopf_stop,
-            ),
-            name=f"kopf-{self.identity}",
+            self._run_kopf(registry, namespaces), name=f"kopf-{self.identity}"
         )
         readiness_task = asyncio.create_task(self._watch_readiness(api_client, router))
         leading_task = asyncio.create_task(self._lead(api_client, router, syncer))
@@ -293,20 +316,36 @@ class Operator:
             kopf_task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
+    async def _run_kopf(self, registry: kopf.OperatorRegistry, namespaces: list[str]) -> None:
+        assert self._kopf_stop is not None
+        tasks = await kopf.spawn_tasks(
+            registry=registry,
+            settings=kopf_settings(),
+            standalone=True,
+            clusterwide=not namespaces,
+            namespaces=namespaces,
+            stop_flag=self._kopf_stop,
+        )
+        await kopf.run_tasks(tasks, ignored=_NotKopfTasks())
+
     # -- readiness --------------------------------------------------------------------------
 
     async def _watch_readiness(self, api_client: ApiClient, router: EventRouter) -> None:
+        loop = asyncio.get_running_loop()
         pending = {"services", "pods", "nodes", "endpointslices"}
+        expected: dict[str, int] = {}
+        counted_at = -float("inf")
         while pending:
+            if loop.time() - counted_at >= READINESS_RECOUNT_INTERVAL:
+                # Objects deleted while Kopf lists would leave an old count out of reach.
+                counted_at = loop.time()
+                for kind in sorted(pending):
+                    try:
+                        expected[kind] = await self._count(api_client, kind)
+                    except Exception as exc:
+                        log.info("readiness: cannot count %s yet: %s", kind, exc)
             counts = self.indexes.counts()
-            for kind in sorted(pending):
-                try:
-                    expected = await self._count(api_client, kind)
-                except Exception as exc:
-                    log.info("readiness: cannot count %s yet: %s", kind, exc)
-                    continue
-                if counts[kind] >= expected:
-                    pending.discard(kind)
+            pending = {k for k in pending if k not in expected or counts[k] < expected[k]}
             if pending:
                 await asyncio.sleep(READINESS_POLL_INTERVAL)
         router.refresh_topology()
@@ -402,8 +441,6 @@ class Operator:
     async def _start_health(self) -> None:
         if not self.serve_health:
             return
-        from endpointslice_operator.controller.health import HealthServer
-
         self.health = HealthServer(
             self.metrics, host=self.settings.metrics_host, port=self.settings.metrics_port
         )

@@ -1,0 +1,47 @@
+"""``endpointslice-operator run``: settings, logging, then the operator until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+
+from endpointslice_operator.controller.operator import Operator
+from endpointslice_operator.logging_setup import configure_logging
+from endpointslice_operator.settings import Settings, SettingsError, load_settings
+
+__all__ = ["main"]
+
+log = logging.getLogger(__name__)
+
+
+async def _run(settings: Settings) -> None:
+    operator = Operator(settings)
+    loop = asyncio.get_running_loop()
+    # Kopf installs its own SIGINT/SIGTERM handlers once its watches start (they end the watches,
+    # which ends the operator the same way); these cover the start-up before that.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, operator.stop)
+    await operator.run()
+
+
+def main(argv: Sequence[str]) -> int:
+    try:
+        settings = load_settings(list(argv), os.environ)
+    except SettingsError as exc:
+        sys.stderr.write(f"endpointslice-operator run: {exc}\n")
+        return 2
+    configure_logging(settings.log_format, settings.log_level)
+    log.info("starting, managing Services for %s", settings.managed_by)
+    try:
+        asyncio.run(_run(settings))
+    except KeyboardInterrupt:
+        pass
+    except Exception:
+        log.exception("the operator failed")
+        return 1
+    log.info("stopped")
+    return 0
