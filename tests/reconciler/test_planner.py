@@ -1,0 +1,185 @@
+"""Planner behaviour beyond the upstream tables: options, generic owners, writes' shape."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+from endpointslice_operator.reconciler import (
+    LAST_CHANGE_TRIGGER_TIME,
+    Reconciler,
+    ReconcilerConfig,
+    TopologyCache,
+    desired_from_service_pods,
+    plan_service,
+)
+
+from .harness import CONTROLLER_NAME, NODE_1, Harness, Json, new_pod, new_service_and_endpoint_meta
+
+NS = "test"
+CONFIG = ReconcilerConfig(controller_name=CONTROLLER_NAME, topology_hints=False)
+
+
+def _converged(
+    pods: list[Json], max_per_slice: int = 100, **overrides: object
+) -> tuple[Json, Harness]:
+    svc, _ = new_service_and_endpoint_meta("foo", NS)
+    h = Harness(
+        max_endpoints_per_slice=max_per_slice,
+        config_overrides={"topology_hints": False, **overrides},
+    )
+    h.reconcile(svc, pods, [])
+    return svc, h
+
+
+def test_updates_carry_resource_version_and_recycled_ones_do_not() -> None:
+    pods = [new_pod(i, NS, True, 1, False) for i in range(3)]
+    svc, h = _converged(pods)
+    (existing,) = h.client.list()
+    pods[0]["status"]["conditions"][0]["status"] = "False"
+    plan = h.reconcile(svc, pods, [existing])
+    (update,) = plan.updates
+    assert update["metadata"]["name"] == existing["metadata"]["name"]
+    assert update["metadata"]["resourceVersion"] == existing["metadata"]["resourceVersion"]
+
+    svc["spec"]["ports"][0]["targetPort"] = 81  # new port group: create recycled into delete
+    plan = h.reconcile(svc, pods, h.client.list())
+    (recycled,) = plan.updates
+    assert plan.creates == [] and plan.deletes == []
+    assert "resourceVersion" not in recycled["metadata"]
+    assert recycled["ports"][0]["port"] == 81
+
+
+def test_plans_serialise_as_json_and_name_their_kind() -> None:
+    pods = [new_pod(i, NS, True, 1, False) for i in range(3)]
+    svc, _ = new_service_and_endpoint_meta("foo", NS)
+    plan = plan_service(svc, pods, [NODE_1], [], CONFIG)
+    (create,) = json.loads(json.dumps(plan.creates))
+    assert create["apiVersion"] == "discovery.k8s.io/v1"
+    assert create["kind"] == "EndpointSlice"
+    assert "name" not in create["metadata"]
+    assert create["metadata"]["generateName"] == "foo-"
+
+
+def test_trigger_time_none_removes_the_annotation_only_from_written_slices() -> None:
+    pods = [new_pod(i, NS, True, 1, False) for i in range(4)]
+    svc, h = _converged(pods, max_per_slice=2)
+    slices = h.client.list()
+    assert all(LAST_CHANGE_TRIGGER_TIME in s["metadata"]["annotations"] for s in slices)
+    pods[0]["status"]["conditions"][0]["status"] = "False"
+    desired = desired_from_service_pods(svc, pods, [NODE_1])
+    plan = h.reconciler.plan(svc, desired, slices, trigger_time=None)
+    (update,) = plan.updates
+    assert LAST_CHANGE_TRIGGER_TIME not in update["metadata"].get("annotations", {})
+    assert all(LAST_CHANGE_TRIGGER_TIME in s["metadata"]["annotations"] for s in slices)
+
+
+def test_parsed_slices_are_reused_until_their_resource_version_changes() -> None:
+    pods = [new_pod(i, NS, True, 1, False) for i in range(3)]
+    svc, h = _converged(pods)
+    (stored,) = h.client.list()
+    desired = desired_from_service_pods(svc, pods, [NODE_1])
+    assert h.reconciler.plan(svc, desired, [stored]).is_empty
+    # Someone else rewrote the slice (new resourceVersion): the planner sees the new content.
+    changed = copy.deepcopy(stored)
+    changed["endpoints"][0]["conditions"]["ready"] = False
+    changed["metadata"]["resourceVersion"] = "999"
+    assert len(h.reconciler.plan(svc, desired, [changed]).updates) == 1
+
+
+def test_owner_being_deleted_gets_no_creates() -> None:
+    svc, _ = new_service_and_endpoint_meta("foo", NS)
+    svc["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    plan = plan_service(svc, [new_pod(1, NS, True, 1, False)], [NODE_1], [], CONFIG)
+    assert plan.is_empty
+    assert plan.skipped_creates == 1
+    assert plan.changed_slices == 1
+
+
+def test_ownership_not_enforced_reuses_slices_of_another_uid() -> None:
+    pods = [new_pod(i, NS, True, 1, False) for i in range(3)]
+    svc, h = _converged(pods, ownership_enforced=False)
+    recreated = copy.deepcopy(svc)
+    recreated["metadata"]["uid"] = "new-uid"
+    plan = h.reconcile(recreated, pods, h.client.list())
+    assert plan.is_empty
+    enforced = Reconciler(CONFIG).plan(
+        recreated, desired_from_service_pods(recreated, pods, [NODE_1]), h.client.list()
+    )
+    assert (len(enforced.creates), len(enforced.deletes)) == (1, 1)
+
+
+def test_without_placeholder_no_empty_slice_is_written() -> None:
+    svc, h = _converged([], placeholder=False)
+    assert h.client.list() == []
+    pods = [new_pod(1, NS, True, 1, False)]
+    h.reconcile(svc, pods, [])
+    plan = h.reconcile(svc, [], h.client.list())
+    assert (len(plan.creates), len(plan.updates), len(plan.deletes)) == (0, 0, 1)
+
+
+def test_generic_owner_and_labels_callback() -> None:
+    owner = {
+        "apiVersion": "gateway.example.io/v1",
+        "kind": "Backend",
+        "metadata": {"name": "be", "namespace": NS, "uid": "be-uid"},
+    }
+    service = {
+        "metadata": {"name": "be", "namespace": NS},
+        "spec": {"ipFamilies": ["IPv4"], "ports": [{"port": 80}]},
+    }
+    desired = desired_from_service_pods(service, [new_pod(1, NS, True, 1, False)], [NODE_1])
+
+    def labels(current: Mapping[str, str] | None, controller: str) -> tuple[dict[str, str], bool]:
+        wanted = {"example.io/backend": "be", "endpointslice.kubernetes.io/managed-by": controller}
+        return wanted, dict(current or {}) != wanted
+
+    reconciler = Reconciler(CONFIG)
+    plan = reconciler.plan(
+        owner, desired, [], labels=labels, trigger_time=datetime(2026, 1, 1, tzinfo=UTC)
+    )
+    (create,) = plan.creates
+    assert create["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "gateway.example.io/v1",
+            "kind": "Backend",
+            "name": "be",
+            "uid": "be-uid",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    assert create["metadata"]["labels"] == {
+        "example.io/backend": "be",
+        "endpointslice.kubernetes.io/managed-by": CONTROLLER_NAME,
+    }
+    assert create["metadata"]["annotations"] == {LAST_CHANGE_TRIGGER_TIME: "2026-01-01T00:00:00Z"}
+    stored = {
+        **create,
+        "metadata": {**create["metadata"], "name": "be-1", "uid": "s1", "resourceVersion": "1"},
+    }
+    assert reconciler.plan(owner, desired, [stored], labels=labels).is_empty
+
+
+def test_unsupported_address_type_slices_are_deleted_and_their_hints_forgotten() -> None:
+    svc, meta = new_service_and_endpoint_meta("foo", NS)
+    topology = TopologyCache()
+    topology.set_hints(f"{NS}/foo", "IPv6", {"zone-a": 1})
+    legacy = {
+        "metadata": {
+            "name": "foo-v6",
+            "namespace": NS,
+            "labels": {"kubernetes.io/service-name": "foo"},
+        },
+        "addressType": "IPv6",
+        "ports": meta.ports,
+        "endpoints": [],
+    }
+    plan = Reconciler(CONFIG.model_copy(update={"topology_hints": True}), topology).plan(
+        svc, desired_from_service_pods(svc, [], [NODE_1]), [legacy]
+    )
+    assert plan.deletes == [legacy]
+    assert [c["addressType"] for c in plan.creates] == ["IPv4"]  # never recycled into the IPv6 one
+    assert topology.hints_by_address_type(f"{NS}/foo") is None
