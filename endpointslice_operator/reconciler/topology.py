@@ -105,7 +105,7 @@ def format_with_address_type(message: str, address_type: str) -> str:
 def endpoint_ready(endpoint: Mapping[str, Any]) -> bool:
     """True when the endpoint's ``conditions.ready`` is exactly ``true`` (unset counts as not)."""
     conditions = endpoint.get("conditions")
-    return conditions is not None and conditions.get("ready") is True
+    return isinstance(conditions, Mapping) and conditions.get("ready") is True
 
 
 def deep_copy_json(value: Any) -> Any:
@@ -242,6 +242,8 @@ def _zone_hints(endpoint: Mapping[str, Any]) -> list[Any] | None:
     hints = endpoint.get("hints")
     if hints is None:
         return None
+    if not isinstance(hints, Mapping):
+        return []
     for_zones = hints.get("forZones")
     return for_zones if isinstance(for_zones, list) else []
 

@@ -64,6 +64,8 @@ class _Heuristic:
             if not endpoint_ready(endpoint):
                 continue
             hints = endpoint.get("hints")
+            if hints is not None and not isinstance(hints, Mapping):
+                return True  # not a hints object at all: rewrite it
             for_zones = (hints.get("forZones") or []) if hints is not None else []
             for_nodes = (hints.get("forNodes") or []) if hints is not None else []
             zone = endpoint.get("zone")

@@ -576,3 +576,40 @@ def test_set_hints_copies_its_input() -> None:
     cache.set_hints(SVC, "IPv4", allocated)
     allocated["zone-a"] = 7
     assert cache.hints_by_address_type(SVC) == {"IPv4": {"zone-a": 1}}
+
+
+def test_update_node() -> None:
+    # TestUpdateNode (KCM controller test): two Ready nodes without a zone give insufficient
+    # node information; once both carry a zone, hints are enabled.
+    cache = TopologyCache()
+    cache.set_nodes([node(None, "1"), node(None, "1")])
+    si = SliceInfo(SVC, "IPv4", to_create=[eps(ep("10.0.0.1", "zone-a"), ep("10.0.0.2", "zone-b"))])
+    assert cache.add_hints(si)[2] == [INSUFFICIENT]
+
+    cache.set_nodes([node("zone-a", "1"), node("zone-b", "1")])
+    si = SliceInfo(SVC, "IPv4", to_create=[eps(ep("10.0.0.1", "zone-a"), ep("10.0.0.2", "zone-b"))])
+    assert cache.add_hints(si)[2] == [ENABLED]
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    [
+        pytest.param({"addresses": ["10.0.0.1"], "conditions": ["ready"]}, id="conditions a list"),
+        pytest.param(
+            {
+                "addresses": ["10.0.0.1"],
+                "zone": "zone-a",
+                "conditions": {"ready": True},
+                "hints": 5,
+            },
+            id="hints not an object",
+        ),
+    ],
+)
+def test_malformed_endpoints_do_not_crash(endpoint: dict[str, Any]) -> None:
+    cache = cache_with_ratios({"zone-a": 500, "zone-b": 500})
+    unchanged = eps(endpoint, ep("10.0.0.2", "zone-b", hint="zone-b"))
+    _, to_update, _ = cache.add_hints(SliceInfo(SVC, "IPv4", unchanged=[unchanged]))
+    # Either way the slice is rewritten, and what is written carries well-formed hints only.
+    assert len(to_update) == 1
+    assert all(isinstance(e.get("hints", {}), dict) for e in to_update[0]["endpoints"])

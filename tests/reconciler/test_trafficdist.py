@@ -289,3 +289,11 @@ def test_prefer_same_values_strip_hints_when_the_option_is_off() -> None:
 )
 def test_is_valid(value: str | None, prefer_same_enabled: bool, valid: bool) -> None:
     assert is_valid(value, prefer_same_enabled=prefer_same_enabled) is valid
+
+
+def test_malformed_hints_are_rewritten() -> None:
+    unchanged = eps(
+        {"addresses": ["10.0.0.1"], "zone": "zone-a", "conditions": {"ready": True}, "hints": 5}
+    )
+    _, updates = reconcile_hints(PREFER_CLOSE, [], [], [unchanged], prefer_same_enabled=True)
+    assert updates == [eps(ep("10.0.0.1", "zone-a", None, zones=["zone-a"]))]
