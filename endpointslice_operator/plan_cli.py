@@ -488,6 +488,18 @@ def _parser() -> argparse.ArgumentParser:
         help="endpoints per slice, 1..1000 (default: %(default)s)",
     )
     parser.add_argument(
+        "--topology-hints",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="honour service.kubernetes.io/topology-mode: Auto (default: on)",
+    )
+    parser.add_argument(
+        "--prefer-same-traffic-distribution",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="accept trafficDistribution PreferSameZone and PreferSameNode (default: on)",
+    )
+    parser.add_argument(
         "--annotation-prefix",
         default=DEFAULT_ANNOTATION_PREFIX,
         help="prefix of the opt-in and selector annotations (default: %(default)s)",
@@ -533,6 +545,8 @@ def main(argv: list[str]) -> int:
         config = ReconcilerConfig(
             controller_name=args.controller_name,
             max_endpoints_per_slice=args.max_endpoints_per_slice,
+            topology_hints=args.topology_hints,
+            prefer_same_traffic_distribution=args.prefer_same_traffic_distribution,
         )
     except ValidationError as exc:
         sys.stderr.write(f"plan: {_config_error(exc)}\n")

@@ -482,3 +482,25 @@ def test_standard_input_in_a_real_process(manifests: Path) -> None:
 def test_standard_input_read_once(capsys: pytest.CaptureFixture[str]) -> None:
     status, _, err = run(capsys, "-f", "-", "-f", "-")
     assert (status, err) == (2, "plan: -: standard input can only be read once\n")
+
+
+def test_reconciler_options(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    svc = service()
+    svc["spec"]["trafficDistribution"] = "PreferSameNode"
+    path = write(tmp_path / "a.yaml", svc, node(), pod("web-1", "10.0.0.1"))
+
+    def hints(*options: str) -> object:
+        status, out, _ = run(capsys, "-f", str(path), *options)
+        assert status == 0
+        [(_, document)] = writes(out)
+        return document["endpoints"][0].get("hints")
+
+    assert hints() == {"forZones": [{"name": "zone-a"}], "forNodes": [{"name": "node-a"}]}
+    assert hints("--no-prefer-same-traffic-distribution") is None
+
+    svc["spec"].pop("trafficDistribution")
+    svc["metadata"]["annotations"]["service.kubernetes.io/topology-mode"] = "Auto"
+    write(tmp_path / "a.yaml", svc, node(), node("node-b", "zone-b"), pod("web-1", "10.0.0.1"),
+          pod("web-2", "10.0.0.2", node="node-b"))  # fmt: skip
+    assert hints() == {"forZones": [{"name": "zone-a"}]}
+    assert hints("--no-topology-hints") is None
