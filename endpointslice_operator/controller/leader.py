@@ -1,0 +1,448 @@
+"""Leader election on a ``coordination.k8s.io/v1`` Lease, with client-go's algorithm.
+
+kube-controller-manager runs client-go's ``leaderelection`` with a Lease lock: lease 15 s,
+renew deadline 10 s, retry period 2 s, identity ``<hostname>_<uuid>``. :class:`LeaderElector`
+does the same on asyncio:
+
+* **Candidate.** Every ``retry_period`` (with client-go's jitter factor 1.2) read the Lease;
+  create it if missing; take it over if it has no holder or if the record has not changed for
+  ``lease_duration`` seconds *as measured on our own clock since we last saw it change* (client-go
+  never compares the record's timestamps with the local clock, so clock skew between replicas is
+  harmless). Taking over increments ``leaseTransitions``.
+* **Leader.** Renew every ``retry_period``; a renewal may be retried until ``renew_deadline``
+  after it started, then leadership is lost. Renewals first try an optimistic update of the
+  Lease last written (client-go's fast path) and fall back to read-then-update.
+* **Release.** When the leader stops (``stop`` event, task cancellation, or the leading work
+  ending), it writes the Lease with an empty holder and a 1 s duration (client-go's
+  ``ReleaseOnCancel``), so a standby takes over at its next retry instead of after the lease
+  expires.
+
+Why not ``kubernetes_asyncio.leaderelection``: its timing uses the wall clock (``time.time``),
+so it cannot run under virtual time in tests; it writes local time with a ``Z`` suffix (wrong
+outside UTC); it has no release on shutdown, does not maintain ``leaseTransitions``, and logs
+stack traces for ordinary update conflicts between candidates. The Lease API calls themselves
+are kubernetes_asyncio's ``CoordinationV1Api``.
+
+Deliberate differences from client-go: ``on_stopped_leading`` runs only after a term as leader
+(client-go calls it even when ``Run`` ends without ever leading), and a failure or return of the
+leading work ends the term and releases the Lease (client-go keeps renewing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import math
+import random
+import socket
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import aiohttp
+from kubernetes_asyncio.client import ApiClient, CoordinationV1Api
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from endpointslice_operator.metrics import OperatorMetrics
+
+__all__ = ["LeaderElector", "LeaseRecord", "default_identity"]
+
+logger = logging.getLogger(__name__)
+
+#: client-go's ``JitterFactor`` for the candidate's retry period.
+JITTER_FACTOR = 1.2
+
+StartedLeading = Callable[[], Awaitable[None]] | Callable[[asyncio.Event], Awaitable[None]]
+StoppedLeading = Callable[[], Awaitable[None] | None]
+
+
+def default_identity() -> str:
+    """``<hostname>_<uuid>``, as kube-controller-manager builds its leader-election identity."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+def _micro_time(moment: datetime) -> str:
+    """A ``MicroTime`` in its canonical RFC 3339 form with microseconds, in UTC."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRecord:
+    """The Lease spec fields leader election reads and writes (client-go's LeaderElectionRecord)."""
+
+    holder: str
+    lease_duration_seconds: int
+    acquire_time: str | None
+    renew_time: str | None
+    transitions: int
+
+    @classmethod
+    def from_spec(cls, spec: Any) -> LeaseRecord:
+        def text(value: object) -> str | None:
+            if value is None:
+                return None
+            if isinstance(value, datetime):
+                return _micro_time(value)
+            return str(value)
+
+        if spec is None:
+            return cls("", 0, None, None, 0)
+        return cls(
+            holder=spec.holder_identity or "",
+            lease_duration_seconds=int(spec.lease_duration_seconds or 0),
+            acquire_time=text(spec.acquire_time),
+            renew_time=text(spec.renew_time),
+            transitions=int(spec.lease_transitions or 0),
+        )
+
+    def to_spec(self) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "holderIdentity": self.holder,
+            "leaseDurationSeconds": self.lease_duration_seconds,
+            "leaseTransitions": self.transitions,
+        }
+        if self.acquire_time is not None:
+            spec["acquireTime"] = self.acquire_time
+        if self.renew_time is not None:
+            spec["renewTime"] = self.renew_time
+        return spec
+
+
+class LeaderElector:
+    """Competes for one Lease; :meth:`run` leads for one term and returns when it ends."""
+
+    def __init__(
+        self,
+        api_client: ApiClient,
+        *,
+        name: str,
+        namespace: str,
+        identity: str | None = None,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        stop_grace: float = 10.0,
+        metrics: OperatorMetrics | None = None,
+        wall_clock: Callable[[], datetime] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        # client-go's config validation
+        if lease_duration <= renew_deadline:
+            raise ValueError("lease_duration must be greater than renew_deadline")
+        if renew_deadline <= JITTER_FACTOR * retry_period:
+            raise ValueError("renew_deadline must be greater than retry_period * 1.2")
+        if retry_period <= 0 or stop_grace < 0:
+            raise ValueError("retry_period must be > 0 and stop_grace >= 0")
+        self.name = name
+        self.namespace = namespace
+        self.identity = identity or default_identity()
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self.stop_grace = stop_grace
+        self._api = CoordinationV1Api(api_client)
+        self._metrics = metrics
+        self._wall_clock = wall_clock or (lambda: datetime.now(UTC))
+        self._rng = rng or random.Random()
+
+        self._observed: LeaseRecord | None = None  # last record seen or written
+        self._observed_at = 0.0  # loop time when _observed last changed
+        self._resource_version: str | None = None  # of the Lease last read or written
+        self._is_leader = False
+
+    # -- state -------------------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        """True while this elector leads (between acquiring the Lease and the end of the term)."""
+        return self._is_leader
+
+    @property
+    def observed_holder(self) -> str:
+        """Holder of the Lease as last seen ("" when free or never seen)."""
+        return self._observed.holder if self._observed is not None else ""
+
+    def _set_leader(self, value: bool) -> None:
+        self._is_leader = value
+        if self._metrics is not None:
+            self._metrics.set_leader(value)
+
+    def _holds_lease(self) -> bool:
+        """client-go's IsLeader(): the last observed record names us."""
+        return self._observed is not None and self._observed.holder == self.identity
+
+    def _lease_valid(self, now: float) -> bool:
+        if self._observed is None:
+            return False
+        return self._observed_at + self._observed.lease_duration_seconds > now
+
+    def _observe(self, record: LeaseRecord, resource_version: str | None) -> None:
+        if record != self._observed:
+            self._observed = record
+            self._observed_at = asyncio.get_running_loop().time()
+        self._resource_version = resource_version
+
+    # -- the election loop ---------------------------------------------------------------------
+
+    async def run(
+        self,
+        on_started_leading: StartedLeading,
+        on_stopped_leading: StoppedLeading | None = None,
+        *,
+        stop: asyncio.Event | None = None,
+    ) -> None:
+        """Wait to become leader, run ``on_started_leading`` while leading, return after the term.
+
+        ``on_started_leading`` takes no argument (it is cancelled when the term ends), or one
+        :class:`asyncio.Event` that is set when the term ends, so that it can wind down by
+        itself (it is cancelled only if still running ``stop_grace`` seconds later).
+        The term ends when a renewal fails for ``renew_deadline`` (leadership lost), when
+        ``stop`` is set, when the leading work returns or raises, or when ``run`` is cancelled;
+        in all but the first case the Lease is released. ``on_stopped_leading`` then runs.
+        If ``stop`` is set before leading, ``run`` returns without calling either callback.
+        """
+        stop = stop if stop is not None else asyncio.Event()
+        if not await self._acquire(stop):
+            return
+        logger.info(
+            "Became the leader (Lease %s/%s)",
+            self.namespace,
+            self.name,
+            extra={"identity": self.identity},
+        )
+        self._set_leader(True)
+        term_over = asyncio.Event()
+        work = asyncio.create_task(self._start_work(on_started_leading, term_over))
+        lost = False
+        try:
+            lost = not await self._renew_until_done(stop, work)
+        finally:
+            if lost:
+                self._set_leader(False)
+                logger.error(
+                    "Lost the leader Lease %s/%s: could not renew it within %ss",
+                    self.namespace,
+                    self.name,
+                    self.renew_deadline,
+                    extra={"identity": self.identity},
+                )
+            term_over.set()
+            await self._wind_down(work, graceful=_takes_event(on_started_leading))
+            if not lost:
+                await self._release_bounded()
+                self._set_leader(False)
+            if on_stopped_leading is not None:
+                result = on_stopped_leading()
+                if inspect.isawaitable(result):
+                    await result
+        if not work.cancelled() and work.exception() is not None:
+            raise cast(BaseException, work.exception())
+
+    async def _start_work(self, callback: StartedLeading, term_over: asyncio.Event) -> None:
+        if _takes_event(callback):
+            await cast(Callable[[asyncio.Event], Awaitable[None]], callback)(term_over)
+        else:
+            await cast(Callable[[], Awaitable[None]], callback)()
+
+    async def _wind_down(self, work: asyncio.Task[None], *, graceful: bool) -> None:
+        if not work.done() and graceful and self.stop_grace > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(work), self.stop_grace)
+        if not work.done():
+            work.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await work  # its exception, if any, is re-raised by run()
+
+    async def _acquire(self, stop: asyncio.Event) -> bool:
+        """Try every retry period (with jitter) until the Lease is ours; False if stopped."""
+        loop = asyncio.get_running_loop()
+        while not stop.is_set():
+            if await self._attempt(loop.time() + self.renew_deadline):
+                return True
+            if self.observed_holder and self.observed_holder != self.identity:
+                logger.debug(
+                    "Lease %s/%s is held by %s",
+                    self.namespace,
+                    self.name,
+                    self.observed_holder,
+                )
+            delay = self.retry_period * (1.0 + self._rng.random() * JITTER_FACTOR)
+            if await _wait_event(stop, delay):
+                return False
+        return False
+
+    async def _renew_until_done(self, stop: asyncio.Event, work: asyncio.Task[None]) -> bool:
+        """Renew every retry period until stop or the work ends (True) or renewal fails (False)."""
+        loop = asyncio.get_running_loop()
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            while True:
+                done, _ = await asyncio.wait(
+                    {stopped, work}, timeout=self.retry_period, return_when=asyncio.FIRST_COMPLETED
+                )
+                if done:
+                    return True
+                deadline = loop.time() + self.renew_deadline
+                while not await self._attempt(deadline):
+                    remaining = deadline - loop.time()
+                    if remaining <= 0:
+                        return False
+                    done, _ = await asyncio.wait(
+                        {stopped, work},
+                        timeout=min(self.retry_period, remaining),
+                        return_when=asyncio.FIRST_COMPLETED,
+                    )
+                    if done:
+                        return True
+                    if loop.time() >= deadline:
+                        return False
+        finally:
+            stopped.cancel()
+
+    async def _attempt(self, deadline: float) -> bool:
+        """One tryAcquireOrRenew, bounded by ``deadline`` (loop time); errors count as failure."""
+        remaining = deadline - asyncio.get_running_loop().time()
+        if remaining <= 0:
+            return False
+        try:
+            async with asyncio.timeout(remaining):
+                return await self._try_acquire_or_renew()
+        except TimeoutError:
+            logger.warning("Leader election: the API did not answer within %.1fs", remaining)
+        except ApiException as exc:
+            if exc.status == 409:
+                logger.debug("Leader election: Lease update conflict (%s)", exc.reason)
+            else:
+                logger.warning("Leader election: API error %s %s", exc.status, exc.reason)
+        except (aiohttp.ClientError, OSError) as exc:
+            logger.warning("Leader election: cannot reach the API: %s", exc)
+        except Exception as exc:
+            # Anything else from the client (e.g. a closed session) is a failed attempt too:
+            # the election loop must keep its timing, not crash.
+            logger.warning("Leader election attempt failed: %r", exc)
+        return False
+
+    async def _try_acquire_or_renew(self) -> bool:
+        loop = asyncio.get_running_loop()
+        now_wall = _micro_time(self._wall_clock())
+        duration = max(1, math.ceil(self.lease_duration))
+        desired = LeaseRecord(self.identity, duration, now_wall, now_wall, 0)
+
+        # 1. Fast path: the leader updates optimistically from the Lease it last wrote.
+        if self._holds_lease() and self._lease_valid(loop.time()) and self._observed is not None:
+            record = replace(
+                desired,
+                acquire_time=self._observed.acquire_time,
+                transitions=self._observed.transitions,
+            )
+            try:
+                await self._write(record)
+                return True
+            except ApiException as exc:
+                logger.debug("Optimistic Lease renewal failed (%s), reading it", exc.status)
+
+        # 2. Read, or create when missing.
+        try:
+            lease = await self._api.read_namespaced_lease(self.name, self.namespace)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            await self._create(desired)
+            return True
+        current = LeaseRecord.from_spec(lease.spec)
+        self._observe(current, lease.metadata.resource_version)
+
+        # 3. Someone else holds a Lease that has not expired yet.
+        if current.holder and current.holder != self.identity and self._lease_valid(loop.time()):
+            return False
+
+        # 4. Take over or renew.
+        if current.holder == self.identity:
+            record = replace(
+                desired, acquire_time=current.acquire_time, transitions=current.transitions
+            )
+        else:
+            record = replace(desired, transitions=current.transitions + 1)
+        await self._write(record)
+        return True
+
+    async def _create(self, record: LeaseRecord) -> None:
+        body: Any = {  # a plain dict: serialised as is, MicroTime strings untouched
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": self.name, "namespace": self.namespace},
+            "spec": record.to_spec(),
+        }
+        created = await self._api.create_namespaced_lease(self.namespace, body)
+        self._observe(record, created.metadata.resource_version)
+
+    async def _write(self, record: LeaseRecord) -> None:
+        """Replace the Lease, conditional on the resourceVersion last seen."""
+        body: Any = {  # a plain dict: serialised as is, MicroTime strings untouched
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {
+                "name": self.name,
+                "namespace": self.namespace,
+                "resourceVersion": self._resource_version,
+            },
+            "spec": record.to_spec(),
+        }
+        written = await self._api.replace_namespaced_lease(self.name, self.namespace, body)
+        self._observe(record, written.metadata.resource_version)
+
+    # -- release -----------------------------------------------------------------------------
+
+    async def release(self) -> bool:
+        """Give the Lease up now (empty holder, 1 s duration) if we hold it; True when done.
+
+        Idempotent; does nothing (and returns True) when the Lease is not ours.
+        """
+        if not self._holds_lease() or self._observed is None:
+            return True
+        now_wall = _micro_time(self._wall_clock())
+        record = LeaseRecord("", 1, now_wall, now_wall, self._observed.transitions)
+        try:
+            await self._write(record)
+        except ApiException as exc:
+            logger.warning("Could not release the Lease: API error %s %s", exc.status, exc.reason)
+            return False
+        except Exception as exc:
+            logger.warning("Could not release the Lease: %r", exc)
+            return False
+        logger.info("Released the leader Lease %s/%s", self.namespace, self.name)
+        return True
+
+    async def _release_bounded(self) -> None:
+        try:
+            async with asyncio.timeout(self.renew_deadline):
+                await self.release()
+        except TimeoutError:
+            logger.warning("Could not release the Lease within %ss", self.renew_deadline)
+
+
+def _takes_event(callback: StartedLeading) -> bool:
+    """Whether the leading callback accepts the term-over event as its one argument."""
+    try:
+        parameters = inspect.signature(callback).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [
+        p
+        for p in parameters
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    ]
+    return len(positional) == 1
+
+
+async def _wait_event(event: asyncio.Event, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for ``event``; True if it is set."""
+    if event.is_set():
+        return True
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(event.wait(), timeout)
+    return event.is_set()
