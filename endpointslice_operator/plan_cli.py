@@ -29,6 +29,9 @@ from typing import Any, Literal, TextIO
 import yaml
 from pydantic import ValidationError
 
+from endpointslice_operator.controller.optin import (
+    ENDPOINT_CONTROLLER_NAME_LABEL as _CONTROLLER_NAME_LABEL,
+)
 from endpointslice_operator.controller.optin import Status, evaluate, is_opted_in
 from endpointslice_operator.reconciler import Plan, ReconcilerConfig, plan_service
 from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY, LABEL_SERVICE_NAME
@@ -246,9 +249,18 @@ def _as_opted_in(service: Mapping[str, Any], enabled_annotation: str) -> dict[st
     annotations[enabled_annotation] = "true"
     metadata["annotations"] = annotations
     labels = dict(metadata.get("labels") or {})
-    labels.pop("service.kubernetes.io/endpoint-controller-name", None)
+    labels.pop(_CONTROLLER_NAME_LABEL, None)
     metadata["labels"] = labels
     return {**service, "metadata": metadata}
+
+
+def _not_opted_in_note(service: Mapping[str, Any], enabled_annotation: str) -> str:
+    other = _labels(service).get(_CONTROLLER_NAME_LABEL)
+    if other is not None:
+        why = f"its {_CONTROLLER_NAME_LABEL} label names {other!r}"
+    else:
+        why = f'it has no {enabled_annotation}: "true" annotation'
+    return f"not opted in ({why}); planned as if it were"
 
 
 def _ours(
@@ -299,9 +311,7 @@ def plan_manifests(
             managed_by=config.controller_name,
         )
         if not opted_in and not opted_in_only:
-            result.notes.append(
-                f'not opted in (no {enabled_annotation}: "true" annotation); planned as if it were'
-            )
+            result.notes.append(_not_opted_in_note(service, enabled_annotation))
         if decision.status is Status.INVALID_SELECTOR:
             result.skipped = "invalid selector"
             result.notes.append(f"not publishing EndpointSlices: {decision.error}")

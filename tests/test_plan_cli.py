@@ -300,7 +300,16 @@ def test_opt_in(capsys: pytest.CaptureFixture[str], manifests: Path, tmp_path: P
 
     status, out, err = run(capsys, "-f", str(not_opted), "-o", "summary")
     assert (status, out) == (0, "shop/web  create=1 update=0 delete=0 endpoints=1 slices=1\n")
-    assert "plan: shop/web: not opted in" in err
+    assert (
+        'plan: shop/web: not opted in (it has no endpointslice-operator.io/enabled: "true"' in err
+    )
+
+    elsewhere = service()
+    elsewhere["metadata"]["labels"]["service.kubernetes.io/endpoint-controller-name"] = "other"
+    path = write(tmp_path / "elsewhere.yaml", elsewhere, node(), pod("web-1", "10.0.0.1"))
+    status, out, err = run(capsys, "-f", str(path), "-o", "summary")
+    assert (status, out) == (0, "shop/web  create=1 update=0 delete=0 endpoints=1 slices=1\n")
+    assert "label names 'other'); planned as if it were" in err
 
     slices = write(tmp_path / "slices.yaml", existing)
     status, out, _ = run(capsys, "-f", str(not_opted), "-f", str(slices), "--opted-in-only")
