@@ -33,6 +33,7 @@ from endpointslice_operator.controller.events import EventRecorder
 from endpointslice_operator.controller.handlers import EventRouter, register_handlers
 from endpointslice_operator.controller.health import HealthServer
 from endpointslice_operator.controller.indexes import Indexes
+from endpointslice_operator.controller.leader import LeaderElector
 from endpointslice_operator.controller.queue import ServiceQueue
 from endpointslice_operator.controller.sync import ServiceSyncer
 from endpointslice_operator.controller.writer import SliceWriter, raise_for_status
@@ -194,11 +195,18 @@ class Operator:
         metrics: OperatorMetrics | None = None,
         identity: str | None = None,
         serve_health: bool = True,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
     ) -> None:
         self.settings = settings
         self.metrics = metrics if metrics is not None else OperatorMetrics()
         self.identity = identity or f"{socket.gethostname()}_{os.getpid()}_{id(self):x}"
         self.serve_health = serve_health
+        # kube-controller-manager's leader-election timings (lease 15 s, renew 10 s, retry 2 s).
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
         self.config = ReconcilerConfig(
             controller_name=settings.managed_by,
             max_endpoints_per_slice=settings.max_endpoints_per_slice,
@@ -395,19 +403,23 @@ class Operator:
             self.metrics.set_leader(True)
             await self._work(router, syncer, self._stop)
             return
-        from endpointslice_operator.controller.leader import LeaderElector
-
         elector = LeaderElector(
             api_client,
             name=self.settings.lease_name,
             namespace=self.settings.resolved_lease_namespace(),
             identity=self.identity,
+            lease_duration=self.lease_duration,
+            renew_deadline=self.renew_deadline,
+            retry_period=self.retry_period,
             metrics=self.metrics,
         )
-        await elector.run(
-            lambda lost: self._work(router, syncer, lost),
-            stop=self._stop,
-        )
+
+        async def work(term_over: asyncio.Event) -> None:
+            await self._work(router, syncer, term_over)
+
+        # One term per run(); after losing the Lease, stand by and compete again.
+        while not self._stop.is_set():
+            await elector.run(work, stop=self._stop)
 
     async def _work(self, router: EventRouter, syncer: ServiceSyncer, lost: asyncio.Event) -> None:
         """Run the queue workers until ``lost`` is set (leadership lost or shutting down)."""

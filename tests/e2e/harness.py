@@ -240,3 +240,22 @@ def writes(emu: Emulator) -> dict[str, int]:
 
 def events(emu: Emulator, reason: str, *, namespace: str = NS) -> list[dict[str, Any]]:
     return [e for e in emu.store.list("events", namespace) if e.get("reason") == reason]
+
+
+async def settle(operator: Operator, pause: float = 0.3) -> None:
+    """Let watch events arrive, then wait until the work queue is idle."""
+    await asyncio.sleep(pause)
+    assert operator.queue is not None
+    await asyncio.wait_for(operator.queue.wait_idle(), 30)
+    await asyncio.sleep(pause / 3)
+    await asyncio.wait_for(operator.queue.wait_idle(), 30)
+
+
+def conditions(emu: Emulator, service_name: str) -> dict[str, tuple[bool, bool, bool]]:
+    """address -> (ready, serving, terminating) over the Service's slices."""
+    found = {}
+    for ep in endpoints(emu, service_name):
+        c = ep["conditions"]
+        for address in ep["addresses"]:
+            found[address] = (c.get("ready"), c.get("serving"), c.get("terminating"))
+    return found
