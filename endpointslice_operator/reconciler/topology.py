@@ -44,8 +44,12 @@ __all__ = [
     "deep_copy_json",
     "endpoint_ready",
     "format_with_address_type",
+    "giving_and_receiving_zones",
+    "hints_by_zone",
     "hints_enabled",
+    "redistribute_hints",
     "remove_hints_from_slices",
+    "service_overloaded",
 ]
 
 ANNOTATION_TOPOLOGY_MODE = "service.kubernetes.io/topology-mode"
