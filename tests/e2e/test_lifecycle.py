@@ -1,0 +1,159 @@
+"""Service lifecycle: opt-out, deletion, foreign slices, conflicts, bad selectors, restarts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from endpointslice_operator.testing import run_emulator
+from tests.e2e.harness import (
+    ENABLED,
+    LABEL_MANAGED_BY,
+    LABEL_SERVICE_NAME,
+    NS,
+    SELECTOR,
+    addresses,
+    cluster,
+    events,
+    eventually,
+    pod,
+    running_operator,
+    service,
+    settle,
+    slices,
+    writes,
+)
+
+UPSTREAM = "endpointslice-controller.k8s.io"
+
+
+def foreign_slice(emu: Any, name: str, service_name: str, managed_by: str) -> dict[str, Any]:
+    return emu.store.create(
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": name,
+                "namespace": NS,
+                "labels": {LABEL_SERVICE_NAME: service_name, LABEL_MANAGED_BY: managed_by},
+            },
+            "addressType": "IPv4",
+            "ports": [],
+            "endpoints": [{"addresses": ["10.9.9.9"], "conditions": {"ready": True}}],
+        }
+    )
+
+
+def update_service(emu: Any, name: str, change: Any) -> None:
+    current = emu.store.get("services", NS, name)
+    assert current is not None
+    change(current)
+    emu.store.update(current)
+
+
+async def test_opt_out_deletes_our_slices() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        service(emu, "by-annotation", selector={"app": "web"})
+        service(emu, "to-external", selector={"app": "web"})
+        service(emu, "to-selectorless", selector={"app": "web"})
+        pod(emu, "web-0", "10.1.0.1")
+        async with running_operator(emu):
+            for name in ("by-annotation", "to-external", "to-selectorless"):
+                await eventually(lambda name=name: addresses(emu, name) == {"10.1.0.1"})
+            update_service(
+                emu, "by-annotation", lambda s: s["metadata"]["annotations"].pop(ENABLED)
+            )
+
+            def to_external(s: dict[str, Any]) -> None:
+                s["spec"] = {"type": "ExternalName", "externalName": "example.com"}
+
+            update_service(emu, "to-external", to_external)
+            update_service(emu, "to-selectorless", lambda s: s["spec"].pop("selector"))
+            for name in ("by-annotation", "to-external", "to-selectorless"):
+                await eventually(lambda name=name: slices(emu, name) == [])
+
+
+async def test_service_deletion_leaves_cleanup_to_the_garbage_collector() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        service(emu, "web", selector={"app": "web"})
+        pod(emu, "web-0", "10.1.0.1")
+        async with running_operator(emu) as op:
+            await eventually(lambda: addresses(emu, "web") == {"10.1.0.1"})
+            await settle(op)
+            emu.store.delete("services", NS, "web")
+            await eventually(lambda: slices(emu, "web") == [])  # ownerReference GC
+            await settle(op)
+            assert writes(emu)["delete"] == 0  # we never deleted them ourselves
+            assert op.syncer is not None
+            assert op.syncer.tracker.generations(NS, "web") is None
+
+
+async def test_foreign_slices_are_untouched_and_conflicts_reported_once() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        service(emu, "web", selector={"app": "web"})
+        service(emu, "selectorless", annotations={SELECTOR: "app=web"})
+        pod(emu, "web-0", "10.1.0.1")
+        other = foreign_slice(emu, "web-by-someone", "web", "someone-else")
+        upstream = foreign_slice(emu, "web-upstream", "web", UPSTREAM)
+        foreign_slice(emu, "selectorless-upstream", "selectorless", UPSTREAM)
+        async with running_operator(emu) as op:
+            await eventually(lambda: addresses(emu, "web") == {"10.1.0.1"})
+            await eventually(lambda: addresses(emu, "selectorless") == {"10.1.0.1"})
+            await eventually(lambda: len(events(emu, "ConflictingController")) == 1)
+            # more syncs of the Service do not repeat the warning
+            pod(emu, "web-1", "10.1.0.2")
+            await eventually(lambda: addresses(emu, "web") == {"10.1.0.1", "10.1.0.2"})
+            await settle(op)
+            conflict = events(emu, "ConflictingController")
+            assert len(conflict) == 1
+            assert conflict[0]["involvedObject"]["name"] == "web"  # not the selectorless one
+            assert conflict[0]["type"] == "Warning"
+            for original in (other, upstream):
+                now = emu.store.get("endpointslices", NS, original["metadata"]["name"])
+                assert now is not None
+                assert now["metadata"]["resourceVersion"] == original["metadata"]["resourceVersion"]
+
+
+async def test_invalid_selector_gets_an_event_and_no_writes() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        service(emu, "bad", annotations={SELECTOR: "app in (web"})
+        pod(emu, "web-0", "10.1.0.1")
+        async with running_operator(emu) as op:
+            await eventually(lambda: events(emu, "InvalidSelector"))
+            await settle(op)
+            assert writes(emu) == {"create": 0, "update": 0, "delete": 0}
+            assert (
+                "endpointslice-operator.io/selector" in events(emu, "InvalidSelector")[0]["message"]
+            )
+            # fixing it publishes the slice
+            update_service(
+                emu,
+                "bad",
+                lambda s: s["metadata"]["annotations"].update({SELECTOR: "app in (web)"}),
+            )
+            await eventually(lambda: addresses(emu, "bad") == {"10.1.0.1"})
+
+
+async def test_restart_with_slices_already_right_writes_nothing() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        service(emu, "web", selector={"app": "web"})
+        service(emu, "empty", selector={"app": "nothing"})
+        for i in range(3):
+            pod(emu, f"web-{i}", f"10.1.0.{i + 1}")
+        async with running_operator(emu) as op:
+            await eventually(lambda: len(addresses(emu, "web")) == 3)
+            await eventually(lambda: len(slices(emu, "empty")) == 1)  # the placeholder
+            await settle(op)
+        before = writes(emu)
+        async with running_operator(emu) as op:
+            await settle(op)
+            # both Services were synced, with nothing to write
+            assert (
+                op.metrics.sample_value("endpoint_slice_controller_syncs", {"result": "success"})
+                == 2
+            )
+        assert writes(emu) == before
