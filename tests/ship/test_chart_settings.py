@@ -14,29 +14,7 @@ import pytest
 from endpointslice_operator.settings import ENV_PREFIX, SETTINGS_TABLE, Settings, load_settings
 from scripts.render_manifests import render_objects
 from tests.ship.conftest import rendered
-from tests.ship.values import env_of
-
-#: Settings field -> Helm value path (the README's configuration table lists the same).
-HELM_VALUES: dict[str, str] = {
-    "kubeconfig": "kubeconfig",
-    "managed_by": "managedBy",
-    "annotation_prefix": "annotationPrefix",
-    "max_endpoints_per_slice": "maxEndpointsPerSlice",
-    "batch_period": "batchPeriod",
-    "workers": "workers",
-    "qps": "qps",
-    "burst": "burst",
-    "namespaces": "namespaces",
-    "metrics_port": "metrics.port",
-    "metrics_host": "metrics.host",
-    "leader_election": "leaderElection.enabled",
-    "lease_name": "leaderElection.leaseName",
-    "lease_namespace": "leaderElection.leaseNamespace",
-    "log_format": "logFormat",
-    "log_level": "logLevel",
-    "topology_hints": "topologyHints",
-    "prefer_same_traffic_distribution": "preferSameTrafficDistribution",
-}
+from tests.ship.values import HELM_VALUES, env_of
 
 
 def _nested(path: str, value: Any) -> dict[str, Any]:

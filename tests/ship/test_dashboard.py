@@ -6,48 +6,11 @@ import json
 import re
 from typing import Any
 
-from prometheus_client import CollectorRegistry
-
-from endpointslice_operator.metrics import OperatorMetrics, render_registry
 from scripts.render_manifests import DASHBOARD_SOURCE
+from tests.ship.exposition import exported_samples
 
 METRIC = re.compile(r"\b(endpoint_slice_controller_\w+|workqueue_\w+|endpointslice_operator_\w+)")
 SELECTOR = re.compile(r"(\w+)\{([^}]*)\}")
-
-
-class _IdleQueue:
-    def unfinished_work_seconds(self) -> float:
-        return 0.0
-
-    def longest_running_processor_seconds(self) -> float:
-        return 0.0
-
-
-def _exported() -> dict[str, set[str]]:
-    """Sample name -> label names, read from the operator's own exposition text."""
-    metrics = OperatorMetrics(CollectorRegistry())
-    # Touch every labelled family once, as a running operator does, so that its series appear.
-    metrics.record_change("create")
-    metrics.record_sync("success", 0.1)
-    metrics.observe_endpoints_per_sync(1, 0)
-    metrics.observe_slices_changed(1, topology="Disabled", traffic_distribution="")
-    metrics.services_count_by_traffic_distribution.labels("PreferClose").set(1)
-    metrics.leader.set(1)
-    queue = metrics.workqueue
-    queue.register_queue("endpoint_slice", _IdleQueue())
-    queue.observe_add("endpoint_slice")
-    queue.observe_queue_duration("endpoint_slice", 0.01)
-    queue.observe_work_duration("endpoint_slice", 0.01)
-    samples: dict[str, set[str]] = {}
-    text = render_registry(metrics.registry).decode()
-    # Read the sample lines as Prometheus does: `name{label="value",...} value`.
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, _, rest = line.partition("{")
-            name = name.split(" ")[0]
-            labels = set(re.findall(r'(\w+)="', rest.split("}")[0])) if rest else set()
-            samples.setdefault(name, set()).update(labels)
-    return samples
 
 
 def _panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
@@ -60,7 +23,7 @@ def _panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_dashboard_queries_exported_metrics_and_labels() -> None:
     dashboard = json.loads(DASHBOARD_SOURCE.read_text(encoding="utf-8"))
-    exported = _exported()
+    exported = exported_samples()
     queried: set[str] = set()
     for panel in _panels(dashboard):
         for target in panel.get("targets", []):

@@ -101,6 +101,29 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
 }
 
 
+#: Settings field -> Helm value path (the README's configuration table lists the same).
+HELM_VALUES: dict[str, str] = {
+    "kubeconfig": "kubeconfig",
+    "managed_by": "managedBy",
+    "annotation_prefix": "annotationPrefix",
+    "max_endpoints_per_slice": "maxEndpointsPerSlice",
+    "batch_period": "batchPeriod",
+    "workers": "workers",
+    "qps": "qps",
+    "burst": "burst",
+    "namespaces": "namespaces",
+    "metrics_port": "metrics.port",
+    "metrics_host": "metrics.host",
+    "leader_election": "leaderElection.enabled",
+    "lease_name": "leaderElection.leaseName",
+    "lease_namespace": "leaderElection.leaseNamespace",
+    "log_format": "logFormat",
+    "log_level": "logLevel",
+    "topology_hints": "topologyHints",
+    "prefer_same_traffic_distribution": "preferSameTrafficDistribution",
+}
+
+
 def of_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [obj for obj in objects if obj["kind"] == kind]
 
