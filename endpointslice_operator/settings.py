@@ -463,7 +463,7 @@ class _HelpFormatter(argparse.HelpFormatter):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse would print usage and exit(2)
-        raise SettingsError(f"{self.prog}: {message}")
+        raise SettingsError(message)
 
 
 def build_parser(prog: str = "endpointslice-operator run") -> argparse.ArgumentParser:
