@@ -216,22 +216,29 @@ class LeaderElector:
         )
         self._set_leader(True)
         term_over = asyncio.Event()
+        graceful = _takes_event(on_started_leading)
         work = asyncio.create_task(self._start_work(on_started_leading, term_over))
         lost = False
         try:
             lost = not await self._renew_until_done(stop, work)
         finally:
             if lost:
-                self._set_leader(False)
-                logger.error(
-                    "Lost the leader Lease %s/%s: could not renew it within %ss",
-                    self.namespace,
-                    self.name,
-                    self.renew_deadline,
-                    extra={"identity": self.identity},
-                )
+                self._lost()
             term_over.set()
-            await self._wind_down(work, graceful=_takes_event(on_started_leading))
+            if graceful and not work.done() and self.stop_grace > 0:
+                # Let the work wind down by itself; while we still hold the Lease, keep
+                # renewing it meanwhile so that it does not expire under in-flight writes.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.stop_grace):
+                        if lost:
+                            await asyncio.wait({work})
+                        elif not await self._renew_until_done(asyncio.Event(), work):
+                            lost = True
+                            self._lost()
+            if not work.done():
+                work.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await work  # its exception, if any, is re-raised below
             if not lost:
                 await self._release_bounded()
                 self._set_leader(False)
@@ -242,20 +249,21 @@ class LeaderElector:
         if not work.cancelled() and work.exception() is not None:
             raise cast(BaseException, work.exception())
 
+    def _lost(self) -> None:
+        self._set_leader(False)
+        logger.error(
+            "Lost the leader Lease %s/%s: could not renew it within %ss",
+            self.namespace,
+            self.name,
+            self.renew_deadline,
+            extra={"identity": self.identity},
+        )
+
     async def _start_work(self, callback: StartedLeading, term_over: asyncio.Event) -> None:
         if _takes_event(callback):
             await cast(Callable[[asyncio.Event], Awaitable[None]], callback)(term_over)
         else:
             await cast(Callable[[], Awaitable[None]], callback)()
-
-    async def _wind_down(self, work: asyncio.Task[None], *, graceful: bool) -> None:
-        if not work.done() and graceful and self.stop_grace > 0:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(work), self.stop_grace)
-        if not work.done():
-            work.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await work  # its exception, if any, is re-raised by run()
 
     async def _acquire(self, stop: asyncio.Event) -> bool:
         """Try every retry period (with jitter) until the Lease is ours; False if stopped."""

@@ -201,6 +201,49 @@ async def test_a_lease_held_by_a_dead_replica_is_taken_after_the_lease_duration(
             await runner
 
 
+async def test_on_stop_the_lease_is_renewed_while_the_work_winds_down() -> None:
+    async with run_emulator() as emu, client(emu) as api:
+        wound_down: list[float] = []
+        cancelled: list[float] = []
+
+        async def slow_to_stop(term_over: asyncio.Event) -> None:
+            await term_over.wait()
+            try:
+                await asyncio.sleep(7)  # e.g. in-flight syncs finishing
+            except asyncio.CancelledError:
+                cancelled.append(now())
+                raise
+            wound_down.append(now())
+
+        stop = asyncio.Event()
+        candidate = elector(api, "a", stop_grace=10)
+        runner = asyncio.create_task(candidate.run(slow_to_stop, stop=stop))
+        await asyncio.sleep(3)
+        updates = emu.requests.count(verb="update", resource="leases")
+        stopped_at = now()
+        stop.set()
+        await asyncio.sleep(5)
+        assert leads(candidate)  # still leading while winding down ...
+        assert lease_spec(emu)["holderIdentity"] == "a"
+        # ... and still renewing every retry period.
+        assert emu.requests.count(verb="update", resource="leases") - updates >= 2
+        await runner
+        assert wound_down == [pytest.approx(stopped_at + 7)]
+        assert cancelled == []
+        assert lease_spec(emu)["holderIdentity"] in ("", None)
+
+        # Work that overstays the grace period is cancelled.
+        stop = asyncio.Event()
+        hurried = elector(api, "b", stop_grace=3)
+        runner = asyncio.create_task(hurried.run(slow_to_stop, stop=stop))
+        await asyncio.sleep(3)
+        stopped_at = now()
+        stop.set()
+        await runner
+        assert cancelled == [pytest.approx(stopped_at + 3)]
+        assert lease_spec(emu)["holderIdentity"] in ("", None)
+
+
 async def test_work_without_an_argument_is_cancelled_and_its_failure_ends_the_term() -> None:
     async with run_emulator() as emu, client(emu) as api:
         cancelled: list[bool] = []
