@@ -1,0 +1,109 @@
+"""Timing behaviour on virtual time (looptime): batching, backoff, conflicts."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from endpointslice_operator.testing import FaultConfig, run_emulator
+from tests.e2e.harness import (
+    addresses,
+    cluster,
+    conditions,
+    events,
+    eventually,
+    pod,
+    running_operator,
+    service,
+    set_ready,
+    settle,
+    writes,
+)
+
+pytestmark = pytest.mark.looptime
+
+
+async def test_batch_period_coalesces_pod_events() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        service(emu, "web", selector={"app": "web"})
+        for i in range(3):
+            pod(emu, f"web-{i}", f"10.1.0.{i + 1}")
+        async with running_operator(emu, batch_period=1.0) as op:
+            await eventually(lambda: len(addresses(emu, "web")) == 3)
+            await settle(op)
+            loop = asyncio.get_running_loop()
+            before = writes(emu)["update"]
+            started = loop.time()
+            for i in range(3):  # three pod events within one batch period
+                set_ready(emu, f"web-{i}", False)
+                await asyncio.sleep(0.1)
+            await eventually(
+                lambda: all(c == (False, False, False) for c in conditions(emu, "web").values())
+            )
+            assert loop.time() - started >= 1.0  # held back for the batch period
+            await settle(op)
+            assert writes(emu)["update"] - before == 1
+            # a third event after the period is a second write
+            set_ready(emu, "web-0", True, when="2026-01-01T00:02:00Z")
+            await asyncio.sleep(0.1)
+            set_ready(emu, "web-1", True, when="2026-01-01T00:02:00Z")
+            await asyncio.sleep(1.5)
+            set_ready(emu, "web-2", True, when="2026-01-01T00:02:00Z")
+            await eventually(
+                lambda: all(c == (True, True, False) for c in conditions(emu, "web").values())
+            )
+            await settle(op)
+            assert writes(emu)["update"] - before == 3
+
+
+async def test_backoff_after_api_errors_then_convergence() -> None:
+    faults = FaultConfig(
+        fail_rate=1.0, fault_verbs={"create"}, fault_resources={"endpointslices"}, fail_codes=(500,)
+    )
+    async with run_emulator(faults=faults, seed=3) as emu:
+        cluster(emu)
+        service(emu, "web", selector={"app": "web"})
+        pod(emu, "web-0", "10.1.0.1")
+        async with running_operator(emu) as op:
+            loop = asyncio.get_running_loop()
+            await eventually(lambda: writes(emu)["create"] >= 1, interval=0.01)
+            first = loop.time()
+            # per-key exponential backoff: retries 1 s, 2 s and 4 s after the failures
+            await asyncio.sleep(first + 7.5 - loop.time())
+            assert writes(emu)["create"] == 4
+            await asyncio.sleep(first + 14.5 - loop.time())
+            assert writes(emu)["create"] == 4  # the next retry is 8 s later, at 15 s
+            await asyncio.sleep(first + 15.5 - loop.time())
+            assert writes(emu)["create"] == 5
+            assert (
+                op.metrics.sample_value("endpoint_slice_controller_syncs", {"result": "error"}) == 5
+            )
+            failed = events(emu, "FailedToUpdateEndpointSlices")
+            assert len(failed) == 1  # one Event, aggregated
+            assert failed[0]["count"] == 5
+            emu.faults.fail_rate = 0.0
+            await eventually(lambda: addresses(emu, "web") == {"10.1.0.1"}, timeout=40)
+            assert loop.time() - first >= 31.0  # the retry after 16 s more
+
+
+async def test_conflict_on_update_is_retried_until_it_converges() -> None:
+    async with run_emulator(seed=5) as emu:
+        cluster(emu)
+        service(emu, "web", selector={"app": "web"})
+        pod(emu, "web-0", "10.1.0.1")
+        pod(emu, "web-1", "10.1.0.2")
+        async with running_operator(emu) as op:
+            await eventually(lambda: len(addresses(emu, "web")) == 2)
+            await settle(op)
+            emu.faults = FaultConfig(
+                conflict_rate=1.0, fault_verbs={"update"}, fault_resources={"endpointslices"}
+            )
+            set_ready(emu, "web-0", False)
+            await eventually(lambda: emu.requests.count(verb="update", code=409) >= 2)
+            assert conditions(emu, "web")["10.1.0.1"] == (True, True, False)
+            emu.faults = FaultConfig()
+            await eventually(
+                lambda: conditions(emu, "web")["10.1.0.1"] == (False, False, False), timeout=30
+            )
