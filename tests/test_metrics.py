@@ -395,3 +395,18 @@ def test_exponential_buckets_and_content_type() -> None:
     with pytest.raises(ValueError):
         exponential_buckets(0, 2, 3)
     assert CONTENT_TYPE.startswith("text/plain; version=0.0.4")
+
+
+def test_prometheus_client_parser_accepts_the_exposition() -> None:
+    """An independent reader (prometheus_client's parser) reads every family and type."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = exercised().render().decode()
+    families = {family.name: family.type for family in text_string_to_metric_families(text)}
+    # The parser speaks OpenMetrics and so names counters without a trailing _total.
+    assert families["endpoint_slice_controller_changes"] == "counter"
+    assert families["endpoint_slice_controller_syncs"] == "counter"
+    assert families["workqueue_adds"] == "counter"
+    assert families["endpoint_slice_controller_endpoints_added_per_sync"] == "histogram"
+    assert families["workqueue_longest_running_processor_seconds"] == "gauge"
+    assert len(families) == len(parse(text))
