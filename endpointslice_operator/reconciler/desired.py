@@ -197,7 +197,12 @@ def desired_from_service_pods(
             ready,
             serving,
             terminating,
-            ("Pod", pod.namespace, pod.name, pod.uid, "", ""),
+            "Pod",
+            pod.namespace,
+            pod.name,
+            pod.uid,
+            "",
+            "",
         )
         pod_namespace = pod.namespace
         pod_name = pod.name

@@ -3,7 +3,7 @@
 Upstream identifies an endpoint by a hash of (sorted addresses, hostname, targetRef namespace,
 targetRef name) and compares two endpoints with the same identity by nodeName, zone, the three
 conditions and targetRef minus resourceVersion (``EndpointsEqualBeyondHash``; hints are not
-compared). Here both are plain tuples, so identity is a dict key and "equal beyond hash" is one
+compared). Here both are flat tuples, so identity is a dict key and "equal beyond hash" is one
 tuple comparison.
 """
 
@@ -16,21 +16,24 @@ __all__ = [
     "Endpoint",
     "EndpointKey",
     "EndpointState",
-    "TargetRef",
     "endpoint_from_dict",
+    "existing_entry",
     "new_endpoint",
 ]
 
 EndpointKey = tuple[tuple[str, ...], str, str, str]
 """``(sorted addresses, hostname or "", targetRef namespace, targetRef name)``."""
 
-TargetRef = tuple[str, str, str, str, str, str]
-"""``(kind, namespace, name, uid, apiVersion, fieldPath)``; absent fields are ``""``, like Go."""
-
 EndpointState = tuple[
-    str | None, str | None, bool | None, bool | None, bool | None, TargetRef | None
-]
-"""``(nodeName, zone, ready, serving, terminating, targetRef)``: what "equal beyond hash" reads."""
+    str | None, str | None, bool | None, bool | None, bool | None,
+    str | None, str, str, str, str, str,
+]  # fmt: skip
+"""``(nodeName, zone, ready, serving, terminating, targetRef kind, namespace, name, uid,
+apiVersion, fieldPath)``: what "equal beyond hash" reads. The targetRef kind is ``None`` when
+there is no targetRef; its other absent fields are ``""`` (Go's zero value)."""
+
+_CONDITIONS = ("ready", "serving", "terminating")
+_REF_FIELDS = ("kind", "namespace", "name", "uid", "apiVersion", "fieldPath")
 
 
 class Endpoint(NamedTuple):
@@ -41,46 +44,41 @@ class Endpoint(NamedTuple):
 
     def to_dict(self) -> dict[str, Any]:
         """A fresh ``discovery.k8s.io/v1`` endpoint (never carrying hints)."""
-        node_name, zone, ready, serving, terminating, target_ref = self.state
+        node_name, zone, ready, serving, terminating, kind, ns, name, uid, api, path = self.state
         if ready is not None and serving is not None and terminating is not None:
             conditions = {"ready": ready, "serving": serving, "terminating": terminating}
         else:
             conditions = {
                 field: value
-                for field, value in (
-                    ("ready", ready),
-                    ("serving", serving),
-                    ("terminating", terminating),
-                )
+                for field, value in zip(_CONDITIONS, (ready, serving, terminating), strict=True)
                 if value is not None
             }
         result: dict[str, Any] = {"addresses": list(self.addresses), "conditions": conditions}
         if self.hostname is not None:
             result["hostname"] = self.hostname
-        if target_ref is not None:
-            kind, namespace, name, uid, api_version, field_path = target_ref
-            if kind and namespace and name and uid and not api_version and not field_path:
-                result["targetRef"] = {
-                    "kind": kind,
-                    "namespace": namespace,
-                    "name": name,
-                    "uid": uid,
-                }
+        if kind is not None:
+            if kind and ns and name and uid and not api and not path:
+                result["targetRef"] = {"kind": kind, "namespace": ns, "name": name, "uid": uid}
             else:
-                fields = (
-                    ("kind", kind),
-                    ("namespace", namespace),
-                    ("name", name),
-                    ("uid", uid),
-                    ("apiVersion", api_version),
-                    ("fieldPath", field_path),
-                )
-                result["targetRef"] = {field: value for field, value in fields if value}
+                values = (kind, ns, name, uid, api, path)
+                result["targetRef"] = {
+                    field: value for field, value in zip(_REF_FIELDS, values, strict=True) if value
+                }
         if node_name is not None:
             result["nodeName"] = node_name
         if zone is not None:
             result["zone"] = zone
         return result
+
+
+_tuple_new = tuple.__new__
+
+
+def new_endpoint(
+    key: EndpointKey, state: EndpointState, addresses: tuple[str, ...], hostname: str | None
+) -> Endpoint:
+    """``Endpoint(...)`` without the keyword handling of a NamedTuple constructor (hot path)."""
+    return _tuple_new(Endpoint, (key, state, addresses, hostname))
 
 
 def _opt_str(value: Any) -> str | None:
@@ -95,8 +93,9 @@ def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def endpoint_from_dict(raw: Mapping[str, Any]) -> Endpoint:
-    """Parse an endpoint of an existing slice (malformed fields read as absent)."""
+def _parse(
+    raw: Mapping[str, Any],
+) -> tuple[EndpointKey, EndpointState, tuple[str, ...], str | None]:
     addresses_raw = raw.get("addresses")
     addresses = (
         tuple(a for a in addresses_raw if isinstance(a, str))
@@ -106,39 +105,85 @@ def endpoint_from_dict(raw: Mapping[str, Any]) -> Endpoint:
     hostname = _opt_str(raw.get("hostname"))
     conditions = raw.get("conditions")
     conditions = conditions if isinstance(conditions, Mapping) else {}
-    ref_raw = raw.get("targetRef")
-    target_ref: TargetRef | None = None
-    if isinstance(ref_raw, Mapping):
-        target_ref = (
-            _str(ref_raw.get("kind")),
-            _str(ref_raw.get("namespace")),
-            _str(ref_raw.get("name")),
-            _str(ref_raw.get("uid")),
-            _str(ref_raw.get("apiVersion")),
-            _str(ref_raw.get("fieldPath")),
+    ref = raw.get("targetRef")
+    if isinstance(ref, Mapping):
+        kind: str | None = _str(ref.get("kind"))
+        ns, name = _str(ref.get("namespace")), _str(ref.get("name"))
+        uid, api, path = (
+            _str(ref.get("uid")),
+            _str(ref.get("apiVersion")),
+            _str(ref.get("fieldPath")),
         )
-    key: EndpointKey = (
-        tuple(sorted(addresses)),
-        hostname or "",
-        target_ref[1] if target_ref else "",
-        target_ref[2] if target_ref else "",
-    )
+    else:
+        kind, ns, name, uid, api, path = None, "", "", "", "", ""
+    sorted_addresses = addresses if len(addresses) < 2 else tuple(sorted(addresses))
+    key: EndpointKey = (sorted_addresses, hostname or "", ns, name)
     state: EndpointState = (
         _opt_str(raw.get("nodeName")),
         _opt_str(raw.get("zone")),
         _opt_bool(conditions.get("ready")),
         _opt_bool(conditions.get("serving")),
         _opt_bool(conditions.get("terminating")),
-        target_ref,
+        kind,
+        ns,
+        name,
+        uid,
+        api,
+        path,
     )
-    return Endpoint(key, state, addresses, hostname)
+    return key, state, addresses, hostname
 
 
-def new_endpoint(
-    key: EndpointKey, state: EndpointState, addresses: tuple[str, ...], hostname: str | None
-) -> Endpoint:
-    """``Endpoint(...)`` without the keyword handling of a NamedTuple constructor (hot path)."""
-    return _tuple_new(Endpoint, (key, state, addresses, hostname))
+def endpoint_from_dict(raw: Mapping[str, Any]) -> Endpoint:
+    """Parse an endpoint given as JSON (malformed fields read as absent).
+
+    Useful to build ``DesiredEndpoints`` from endpoints computed elsewhere (KEP-4770 style).
+    """
+    return new_endpoint(*_parse(raw))
 
 
-_tuple_new = tuple.__new__
+def existing_entry(raw: Mapping[str, Any]) -> tuple[EndpointKey, EndpointState]:
+    """Identity and state of an endpoint of an existing slice: all the planner reads of it.
+
+    The common well-formed shape (what this reconciler and upstream write) takes a fast path;
+    anything else goes through the defensive parser.
+    """
+    try:
+        addresses = raw["addresses"]
+        conditions = raw["conditions"]
+        ref = raw["targetRef"]
+        if (
+            type(addresses) is list
+            and len(addresses) == 1
+            and type(addresses[0]) is str
+            and len(conditions) == 3
+            and len(ref) == 4
+            and "hostname" not in raw
+        ):
+            ready, serving, terminating = (
+                conditions["ready"],
+                conditions["serving"],
+                conditions["terminating"],
+            )
+            kind, ns, name, uid = ref["kind"], ref["namespace"], ref["name"], ref["uid"]
+            node_name, zone = raw.get("nodeName"), raw.get("zone")
+            if (
+                type(ready) is bool
+                and type(serving) is bool
+                and type(terminating) is bool
+                and type(kind) is str
+                and type(ns) is str
+                and type(name) is str
+                and type(uid) is str
+                and (node_name is None or type(node_name) is str)
+                and (zone is None or type(zone) is str)
+            ):
+                key: EndpointKey = (tuple(addresses), "", ns, name)
+                state: EndpointState = (
+                    node_name, zone, ready, serving, terminating, kind, ns, name, uid, "", "",
+                )  # fmt: skip
+                return key, state
+    except (KeyError, TypeError):
+        pass
+    key, state, _, _ = _parse(raw)
+    return key, state

@@ -267,15 +267,15 @@ class Reconciler:
         for view in existing:
             kept: list[Endpoint] = []
             changed = False
-            for endpoint in view.endpoints:
-                want = wanted.pop(endpoint.key, None)
+            for key, state in zip(view.keys, view.states, strict=True):
+                want = wanted.pop(key, None)
                 if want is not None:
                     kept.append(want)
-                    if want.state != endpoint.state:
+                    if want.state != state:
                         changed = True
             slice_labels, labels_changed = labels_fn(view.labels, controller)
-            if changed or len(kept) != len(view.endpoints):
-                removed += len(view.endpoints) - len(kept)
+            if changed or len(kept) != len(view.keys):
+                removed += len(view.keys) - len(kept)
                 if kept:
                     updates.append(_Work(view, slice_labels, kept))
                 else:
@@ -415,7 +415,7 @@ def _slice_to_fill(unchanged: list[SliceView], count: int, max_per_slice: int) -
     closest_diff = max_per_slice
     closest: SliceView | None = None
     for view in unchanged:
-        diff = max_per_slice - (count + len(view.endpoints))
+        diff = max_per_slice - (count + len(view.keys))
         if 0 <= diff < closest_diff:
             closest_diff = diff
             closest = view

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .endpoints import Endpoint, endpoint_from_dict
+from .endpoints import EndpointKey, EndpointState, existing_entry
 from .labels import LABEL_SERVICE_NAME
 from .ports import PortKey, ports_from_dicts, ports_to_dicts
 
@@ -136,10 +136,13 @@ class SliceView:
     address_type: str
     ports: PortKey
     labels: Mapping[str, str] | None
-    endpoints: tuple[Endpoint, ...]
+    keys: tuple[EndpointKey, ...]
+    """Identity of each endpoint, in order."""
+    states: tuple[EndpointState, ...]
+    """State of each endpoint, parallel to ``keys`` (two flat tuples keep the cache small)."""
 
 
-_ParsedBody = tuple[PortKey, tuple[Endpoint, ...]]
+_ParsedBody = tuple[PortKey, tuple[EndpointKey, ...], tuple[EndpointState, ...]]
 
 
 class SliceParseCache:
@@ -164,13 +167,15 @@ class SliceParseCache:
                 body = entry[1]
         if body is None:
             raw_endpoints = raw.get("endpoints")
+            entries = [
+                existing_entry(e)
+                for e in (raw_endpoints if isinstance(raw_endpoints, list) else ())
+                if isinstance(e, Mapping)
+            ]
             body = (
                 ports_from_dicts(raw.get("ports")),
-                tuple(
-                    endpoint_from_dict(e)
-                    for e in (raw_endpoints if isinstance(raw_endpoints, list) else ())
-                    if isinstance(e, Mapping)
-                ),
+                tuple(key for key, _ in entries),
+                tuple(state for _, state in entries),
             )
             if isinstance(uid, str) and isinstance(version, str) and uid and version:
                 if len(self._entries) >= self._max_entries:
@@ -185,10 +190,12 @@ class SliceParseCache:
             address_type=address_type if isinstance(address_type, str) else "",
             ports=body[0],
             labels=labels if isinstance(labels, Mapping) else None,
-            endpoints=body[1],
+            keys=body[1],
+            states=body[2],
         )
 
     def forget(self, uids: Iterable[str]) -> None:
+        """Drop the entries of deleted slices (entries are also evicted oldest-first)."""
         for uid in uids:
             self._entries.pop(uid, None)
 
