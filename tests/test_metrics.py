@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from prometheus_client import CollectorRegistry
+from prometheus_client.parser import text_string_to_metric_families
 
 from endpointslice_operator.metrics import (
     CONTENT_TYPE,
@@ -399,8 +400,6 @@ def test_exponential_buckets_and_content_type() -> None:
 
 def test_prometheus_client_parser_accepts_the_exposition() -> None:
     """An independent reader (prometheus_client's parser) reads every family and type."""
-    from prometheus_client.parser import text_string_to_metric_families
-
     text = exercised().render().decode()
     families = {family.name: family.type for family in text_string_to_metric_families(text)}
     # The parser speaks OpenMetrics and so names counters without a trailing _total.
