@@ -60,7 +60,7 @@ def test_default_deployment() -> None:
     downward = {
         e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in main["env"] if "valueFrom" in e
     }
-    assert downward == {"POD_NAMESPACE": "metadata.namespace", "POD_NAME": "metadata.name"}
+    assert downward == {"POD_NAMESPACE": "metadata.namespace"}
 
 
 def test_metrics_service_targets_the_metrics_port() -> None:
