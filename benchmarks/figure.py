@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["Figure", "best_of"]
+__all__ = ["Figure", "best_of", "best_of_interleaved"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,4 +56,17 @@ def best_of(
         finally:
             gc.enable()
         best = min(best, elapsed)
+    return best
+
+
+def best_of_interleaved(rounds: int, actions: dict[str, Callable[[], object]]) -> dict[str, float]:
+    """The fastest timing of each action over ``rounds`` rounds, running them in turn.
+
+    Interleaving makes a figure and its baseline see the same machine load (CI runners and
+    shared machines vary by the second), so their ratio stays meaningful.
+    """
+    best = dict.fromkeys(actions, float("inf"))
+    for _ in range(rounds):
+        for name, action in actions.items():
+            best[name] = min(best[name], best_of(1, action))
     return best

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .endpoints import Endpoint, EndpointKey, EndpointState, new_endpoint
+from .endpoints import Endpoint, EndpointKey, EndpointState
 from .ipaddr import canonical_ip
 from .labels import LABEL_TOPOLOGY_ZONE
 from .ports import PortKey, resolve_ports, service_ports
@@ -185,38 +185,35 @@ def desired_from_service_pods(
 
         serving = pod.ready
         terminating = pod.terminating
-        ready = publish_not_ready or (serving and not terminating)
-        hostname = (
-            pod.hostname
-            if pod.hostname and pod.subdomain == name and pod.namespace == namespace
-            else None
-        )
+        pod_namespace = pod.namespace
+        pod_name = pod.name
+        hostname = pod.hostname or None
+        if hostname is not None and (pod.subdomain != name or pod_namespace != namespace):
+            hostname = None
         state: EndpointState = (
             node_name or None,
             zone or None,
-            ready,
+            publish_not_ready or (serving and not terminating),
             serving,
             terminating,
             "Pod",
-            pod.namespace,
-            pod.name,
+            pod_namespace,
+            pod_name,
             pod.uid,
             "",
             "",
         )
-        pod_namespace = pod.namespace
-        pod_name = pod.name
         host_key = hostname or ""
         if group_v4 is not None and pod.ipv4:
             addresses = pod.ipv4
             sorted_addresses = addresses if len(addresses) == 1 else tuple(sorted(addresses))
             ep_key: EndpointKey = (sorted_addresses, host_key, pod_namespace, pod_name)
-            group_v4.endpoints[ep_key] = new_endpoint(ep_key, state, addresses, hostname)
+            group_v4.endpoints[ep_key] = _new(Endpoint, (ep_key, state, addresses, hostname))
         if group_v6 is not None and pod.ipv6:
             addresses = pod.ipv6
             sorted_addresses = addresses if len(addresses) == 1 else tuple(sorted(addresses))
             ep_key = (sorted_addresses, host_key, pod_namespace, pod_name)
-            group_v6.endpoints[ep_key] = new_endpoint(ep_key, state, addresses, hostname)
+            group_v6.endpoints[ep_key] = _new(Endpoint, (ep_key, state, addresses, hostname))
 
     groups: dict[str, dict[PortKey, EndpointGroup]] = {}
     if want_v4:
@@ -227,3 +224,6 @@ def desired_from_service_pods(
 
 
 _NO_PORTS_POD = pod_record({})
+# ``Endpoint(...)`` without a NamedTuple constructor's argument handling: this loop runs once
+# per pod and Service on every sync.
+_new = tuple.__new__

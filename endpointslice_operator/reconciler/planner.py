@@ -157,6 +157,11 @@ class Reconciler:
         plan.deletes.extend(unsupported)
         return plan
 
+    def forget_slices(self, uids: Iterable[str]) -> None:
+        """Drop cached parses of slices that no longer exist (optional: the cache is bounded
+        and evicts its oldest entries on its own)."""
+        self._parsed.forget(uids)
+
     def _forget_hints_of(self, raw: Mapping[str, Any], address_type: Any) -> None:
         assert self.topology is not None
         try:
