@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
@@ -7,14 +8,11 @@ import pytest
 from scripts.render_manifests import render_objects
 from tests.ship.values import VALUE_SETS
 
-_CACHE: dict[str, list[dict[str, Any]]] = {}
 
-
+@functools.cache
 def rendered(name: str) -> list[dict[str, Any]]:
-    """The chart rendered with ``VALUE_SETS[name]`` (rendered once per session)."""
-    if name not in _CACHE:
-        _CACHE[name] = render_objects(VALUE_SETS[name], name="eso", namespace="operators")
-    return _CACHE[name]
+    """The chart rendered with ``VALUE_SETS[name]``, once per session (treat it as read-only)."""
+    return render_objects(VALUE_SETS[name], name="eso", namespace="operators")
 
 
 @pytest.fixture(params=sorted(VALUE_SETS))

@@ -275,3 +275,35 @@ def test_chart_metadata() -> None:
     from endpointslice_operator import __version__
 
     assert metadata["appVersion"] == __version__
+
+
+def test_existing_service_account_and_no_rbac() -> None:
+    objects = render_objects(
+        {
+            "serviceAccount": {"create": False, "name": "platform-operator"},
+            "rbac": {"create": False},
+        }
+    )
+    assert sorted(obj["kind"] for obj in objects) == ["Deployment", "Service"]
+    spec = one(objects, "Deployment")["spec"]["template"]["spec"]
+    assert spec["serviceAccountName"] == "platform-operator"
+
+
+def test_pod_monitor_without_the_metrics_service() -> None:
+    objects = render_objects(
+        {"metrics": {"service": {"enabled": False}, "podMonitor": {"enabled": True}}}
+    )
+    assert not of_kind(objects, "Service")
+    assert one(objects, "PodMonitor")["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"
+
+
+def test_names_follow_the_release() -> None:
+    assert one(render_objects(name="endpointslice-operator"), "Deployment")["metadata"]["name"] == (
+        "endpointslice-operator"
+    )
+    assert one(render_objects(name="prod"), "Deployment")["metadata"]["name"] == (
+        "prod-endpointslice-operator"
+    )
+    assert (
+        one(render_objects({"fullnameOverride": "eso"}), "Deployment")["metadata"]["name"] == "eso"
+    )
