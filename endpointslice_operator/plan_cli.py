@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,17 +30,15 @@ from typing import Any, Literal, TextIO
 import yaml
 from pydantic import ValidationError
 
+from endpointslice_operator.controller.indexes import PodIndex
 from endpointslice_operator.controller.optin import (
     ENDPOINT_CONTROLLER_NAME_LABEL as _CONTROLLER_NAME_LABEL,
 )
 from endpointslice_operator.controller.optin import Status, evaluate, is_opted_in
 from endpointslice_operator.reconciler import Plan, ReconcilerConfig, plan_service
 from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY, LABEL_SERVICE_NAME
-from endpointslice_operator.reconciler.trigger_time import (
-    TriggerTimeTracker,
-    parse_time,
-    pod_ready_times,
-)
+from endpointslice_operator.reconciler.records import pod_record
+from endpointslice_operator.reconciler.trigger_time import TriggerTimeTracker, parse_time
 
 __all__ = ["InputError", "Manifests", "load_manifests", "main"]
 
@@ -61,7 +60,11 @@ class InputError(Exception):
 # --- Reading manifests ---------------------------------------------------------------------
 
 
-class _Loader(yaml.SafeLoader):
+# libyaml's parser when PyYAML was built with it (about ten times faster on big dumps).
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_SafeLoader):  # type: ignore[valid-type,misc]
     """YAML 1.1 safe loading, except that timestamps stay strings as the API returns them."""
 
 
@@ -103,6 +106,16 @@ def _expand(paths: Sequence[str], *, recursive: bool) -> Iterator[str]:
 
 
 def _documents(source: str, text: str) -> Iterator[tuple[str, object]]:
+    if text.lstrip().startswith("{"):
+        # JSON (what ``kubectl get -o json`` prints) parses far faster as JSON than as YAML;
+        # anything else that starts with a brace is left to the YAML parser.
+        try:
+            document = json.loads(text)
+        except ValueError:
+            pass
+        else:
+            yield f"{source}: document 1", document
+            return
     try:
         for index, document in enumerate(yaml.load_all(text, Loader=_Loader), start=1):
             yield f"{source}: document {index}", document
@@ -263,21 +276,30 @@ def _not_opted_in_note(service: Mapping[str, Any], enabled_annotation: str) -> s
     return f"not opted in ({why}); planned as if it were"
 
 
-def _ours(
-    manifests: Manifests, namespace: str, name: str, controller_name: str
-) -> list[dict[str, Any]]:
-    """The existing slices the operator would list for the Service, as its index does."""
-    ours = []
-    for (slice_namespace, _), endpoint_slice in manifests.slices.items():
+def _ours_by_service(
+    manifests: Manifests, controller_name: str
+) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """The existing slices the operator would list, per Service, as its index files them:
+    managed by ``controller_name``, labelled with a Service name, not being deleted."""
+    ours: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for (namespace, _), endpoint_slice in manifests.slices.items():
         labels = _labels(endpoint_slice)
+        service_name = labels.get(LABEL_SERVICE_NAME)
         if (
-            slice_namespace == namespace
-            and labels.get(LABEL_SERVICE_NAME) == name
+            isinstance(service_name, str)
             and labels.get(LABEL_MANAGED_BY) == controller_name
             and endpoint_slice["metadata"].get("deletionTimestamp") is None
         ):
-            ours.append(endpoint_slice)
+            ours.setdefault((namespace, service_name), []).append(endpoint_slice)
     return ours
+
+
+def _pod_index(manifests: Manifests) -> PodIndex:
+    """The pods in the operator's own index, so selection and pod projection are its own."""
+    index = PodIndex()
+    for pod in manifests.pods.values():
+        index.put(pod_record(pod))
+    return index
 
 
 def plan_manifests(
@@ -292,12 +314,14 @@ def plan_manifests(
     enabled_annotation = f"{annotation_prefix}/enabled"
     selector_annotation = f"{annotation_prefix}/selector"
     nodes = list(manifests.nodes.values())
+    ours_by_service = _ours_by_service(manifests, config.controller_name)
+    pod_index = _pod_index(manifests)
     results = []
     for namespace, name in services:
         service = manifests.services[(namespace, name)]
         result = ServiceResult(f"{namespace}/{name}")
         results.append(result)
-        existing = _ours(manifests, namespace, name, config.controller_name)
+        existing = ours_by_service.get((namespace, name), [])
         opted_in = is_opted_in(
             service, enabled_annotation=enabled_annotation, managed_by=config.controller_name
         )
@@ -323,19 +347,12 @@ def plan_manifests(
             continue
         selector = decision.selector
         assert selector is not None
-        pods = sorted(
-            (
-                pod
-                for (pod_namespace, _), pod in manifests.pods.items()
-                if pod_namespace == namespace and selector.matches(_labels(pod))
-            ),
-            key=lambda pod: str(pod["metadata"]["name"]),
-        )
+        pods = pod_index.select(namespace, selector)
         trigger_time = TriggerTimeTracker().compute_trigger_time(
             namespace,
             name,
             parse_time((service.get("metadata") or {}).get("creationTimestamp")),
-            pod_ready_times(pods),
+            {pod.name: parse_time(pod.ready_transition) for pod in pods},
         )
         try:
             plan = plan_service(service, pods, nodes, existing, config, trigger_time=trigger_time)
