@@ -513,3 +513,15 @@ def test_reconciler_options(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
           pod("web-2", "10.0.0.2", node="node-b"))  # fmt: skip
     assert hints() == {"forZones": [{"name": "zone-a"}]}
     assert hints("--no-topology-hints") is None
+
+
+def test_yaml_flow_mapping_is_not_mistaken_for_json(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "flow.yaml"
+    path.write_text(
+        "{apiVersion: v1, kind: Service, metadata: {name: web, namespace: shop},"
+        " spec: {selector: {app: web}, clusterIP: 10.96.0.10, ports: [{port: 80}]}}\n"
+    )
+    status, out, _ = run(capsys, "-f", str(path), "-o", "summary")
+    assert (status, out) == (0, "shop/web  create=1 update=0 delete=0 endpoints=0 slices=1\n")
