@@ -19,6 +19,7 @@ from endpointslice_operator.reconciler import (
     desired_from_service_pods,
     pod_record,
 )
+from endpointslice_operator.reconciler.slices import SliceParseCache
 
 from ..figure import Figure, best_of_interleaved
 
@@ -143,10 +144,10 @@ def collect(mode: str) -> list[Figure]:
     }
     records = [pod_record(_pod(i)) for i in range(PODS)]
     config = ReconcilerConfig(controller_name="endpointslice-operator.example.io")
-    reconciler = Reconciler(config)
+    reconciler = Reconciler(config, parse_cache=SliceParseCache())
 
     def plan(pods: list[PodRecord], existing: list[dict[str, Any]], fresh: bool = False) -> Plan:
-        planner = Reconciler(config) if fresh else reconciler
+        planner = Reconciler(config, parse_cache=SliceParseCache()) if fresh else reconciler
         desired = desired_from_service_pods(service, pods, nodes)
         return planner.plan(service, desired, existing)
 

@@ -31,6 +31,7 @@ from .metrics_cache import EfficiencyInfo
 from .plan import AddressTypeMetrics, Plan, PlanEvent
 from .ports import PortKey, port_key_text
 from .slices import (
+    SHARED_PARSE_CACHE,
     Owner,
     SliceParseCache,
     SliceView,
@@ -87,14 +88,20 @@ class Reconciler:
 
     ``topology`` is the shared ``TopologyCache`` (node zones and per-Service hint state); with
     ``None``, or with ``config.topology_hints`` off, the topology annotation is ignored as in a
-    controller without a topology cache. The instance also keeps a parse cache of existing
-    slices keyed by UID and resourceVersion; it is not thread-safe.
+    controller without a topology cache. Existing slices are parsed through ``parse_cache``
+    (by default the process-wide ``SHARED_PARSE_CACHE``), keyed by UID and resourceVersion.
     """
 
-    def __init__(self, config: ReconcilerConfig, topology: TopologyCache | None = None) -> None:
+    def __init__(
+        self,
+        config: ReconcilerConfig,
+        topology: TopologyCache | None = None,
+        *,
+        parse_cache: SliceParseCache | None = None,
+    ) -> None:
         self.config = config
         self.topology = topology if config.topology_hints else None
-        self._parsed = SliceParseCache()
+        self._parsed = parse_cache if parse_cache is not None else SHARED_PARSE_CACHE
 
     def plan(
         self,
@@ -158,8 +165,8 @@ class Reconciler:
         return plan
 
     def forget_slices(self, uids: Iterable[str]) -> None:
-        """Drop cached parses of slices that no longer exist (optional: the cache is bounded
-        and evicts its oldest entries on its own)."""
+        """Drop cached parses of deleted slices (optional: the cache is bounded and evicts its
+        oldest entries on its own)."""
         self._parsed.forget(uids)
 
     def _forget_hints_of(self, raw: Mapping[str, Any], address_type: Any) -> None:

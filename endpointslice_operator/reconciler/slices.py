@@ -2,13 +2,18 @@
 
 Existing slices are read into ``SliceView``s. Parsing a slice's endpoints is the expensive part
 of a steady-state sync, so a ``SliceParseCache`` keeps the parsed endpoints per slice UID and
-reuses them while the slice's ``resourceVersion`` is unchanged (the API server guarantees an
-object with the same UID and resourceVersion has the same content).
+reuses them when it is handed the very same slice object again (same identity, same
+resourceVersion), which is what a controller's cache of slices does between syncs. Keying by
+identity rather than by (UID, resourceVersion) alone keeps the cache correct across API
+servers or emulators that reuse those values. One cache is shared by default, so that even
+short-lived ``Reconciler`` objects (``plan_service`` makes one per call) find the slices parsed.
+Callers must not modify slices in place (replace them instead), as with any informer cache.
 """
 
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +25,7 @@ from .ports import PortKey, ports_from_dicts, ports_to_dicts
 __all__ = [
     "API_VERSION",
     "KIND",
+    "SHARED_PARSE_CACHE",
     "Owner",
     "SliceParseCache",
     "SliceView",
@@ -146,14 +152,25 @@ _ParsedBody = tuple[PortKey, tuple[EndpointKey, ...], tuple[EndpointState, ...]]
 
 
 class SliceParseCache:
-    """Parsed ports and endpoints of existing slices, per UID, valid for one resourceVersion."""
+    """Parsed ports and endpoints of existing slices, per UID, reused for the same object.
 
-    def __init__(self, max_entries: int = 1 << 17) -> None:
-        self._entries: dict[str, tuple[str, _ParsedBody]] = {}
-        self._max_entries = max_entries
+    Bounded by the number of endpoints held (about 270 bytes each); the oldest entries are
+    evicted first. Safe to share between threads and between ``Reconciler`` instances.
+    """
+
+    def __init__(self, max_endpoints: int = 500_000) -> None:
+        self._entries: dict[str, tuple[Mapping[str, Any], object, _ParsedBody]] = {}
+        self._endpoints = 0
+        self._max_endpoints = max_endpoints
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    @property
+    def endpoint_count(self) -> int:
+        """Endpoints currently held."""
+        return self._endpoints
 
     def view(self, raw: Mapping[str, Any]) -> SliceView:
         metadata = raw.get("metadata")
@@ -161,26 +178,14 @@ class SliceParseCache:
         uid = metadata.get("uid")
         version = metadata.get("resourceVersion")
         body: _ParsedBody | None = None
-        if isinstance(uid, str) and isinstance(version, str) and uid and version:
+        if isinstance(uid, str) and uid:
             entry = self._entries.get(uid)
-            if entry is not None and entry[0] == version:
-                body = entry[1]
+            if entry is not None and entry[0] is raw and entry[1] == version:
+                body = entry[2]
         if body is None:
-            raw_endpoints = raw.get("endpoints")
-            entries = [
-                existing_entry(e)
-                for e in (raw_endpoints if isinstance(raw_endpoints, list) else ())
-                if isinstance(e, Mapping)
-            ]
-            body = (
-                ports_from_dicts(raw.get("ports")),
-                tuple(key for key, _ in entries),
-                tuple(state for _, state in entries),
-            )
-            if isinstance(uid, str) and isinstance(version, str) and uid and version:
-                if len(self._entries) >= self._max_entries:
-                    del self._entries[next(iter(self._entries))]
-                self._entries[uid] = (version, body)
+            body = _parse_body(raw)
+            if isinstance(uid, str) and uid:
+                self._store(uid, raw, version, body)
         name = metadata.get("name")
         address_type = raw.get("addressType")
         labels = metadata.get("labels")
@@ -194,10 +199,42 @@ class SliceParseCache:
             states=body[2],
         )
 
+    def _store(self, uid: str, raw: Mapping[str, Any], version: object, body: _ParsedBody) -> None:
+        with self._lock:
+            old = self._entries.pop(uid, None)
+            if old is not None:
+                self._endpoints -= len(old[2][1])
+            self._entries[uid] = (raw, version, body)
+            self._endpoints += len(body[1])
+            while self._endpoints > self._max_endpoints and len(self._entries) > 1:
+                evicted = self._entries.pop(next(iter(self._entries)))
+                self._endpoints -= len(evicted[2][1])
+
     def forget(self, uids: Iterable[str]) -> None:
         """Drop the entries of deleted slices (entries are also evicted oldest-first)."""
-        for uid in uids:
-            self._entries.pop(uid, None)
+        with self._lock:
+            for uid in uids:
+                old = self._entries.pop(uid, None)
+                if old is not None:
+                    self._endpoints -= len(old[2][1])
+
+
+def _parse_body(raw: Mapping[str, Any]) -> _ParsedBody:
+    raw_endpoints = raw.get("endpoints")
+    entries = [
+        existing_entry(e)
+        for e in (raw_endpoints if isinstance(raw_endpoints, list) else ())
+        if isinstance(e, Mapping)
+    ]
+    return (
+        ports_from_dicts(raw.get("ports")),
+        tuple(key for key, _ in entries),
+        tuple(state for _, state in entries),
+    )
+
+
+SHARED_PARSE_CACHE = SliceParseCache()
+"""The process-wide cache ``Reconciler`` instances use unless given their own."""
 
 
 def new_slice(

@@ -183,3 +183,34 @@ def test_unsupported_address_type_slices_are_deleted_and_their_hints_forgotten()
     assert plan.deletes == [legacy]
     assert [c["addressType"] for c in plan.creates] == ["IPv4"]  # never recycled into the IPv6 one
     assert topology.hints_by_address_type(f"{NS}/foo") is None
+
+
+def test_parse_cache_trusts_only_the_same_object() -> None:
+    """A different object with the same uid and resourceVersion (another API server, a test
+    emulator) is parsed afresh, never answered from the cache."""
+    pods = [new_pod(i, NS, True, 1, False) for i in range(3)]
+    svc, h = _converged(pods)
+    (stored,) = h.client.list()
+    desired = desired_from_service_pods(svc, pods, [NODE_1])
+    assert h.reconciler.plan(svc, desired, [stored]).is_empty
+    lookalike = copy.deepcopy(stored)
+    lookalike["endpoints"].pop()
+    assert len(h.reconciler.plan(svc, desired, [lookalike]).updates) == 1
+
+
+def test_parse_cache_is_bounded_by_endpoints() -> None:
+    from endpointslice_operator.reconciler.slices import SliceParseCache
+
+    cache = SliceParseCache(max_endpoints=5)
+    slices = [
+        {
+            "metadata": {"uid": f"u{i}", "resourceVersion": "1"},
+            "endpoints": [{"addresses": ["10.0.0.1"]}] * 2,
+        }
+        for i in range(4)
+    ]
+    for slice_ in slices:
+        cache.view(slice_)
+    assert len(cache) == 2 and cache.endpoint_count == 4
+    cache.forget(["u3", "unknown"])
+    assert len(cache) == 1 and cache.endpoint_count == 2
