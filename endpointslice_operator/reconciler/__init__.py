@@ -29,6 +29,7 @@ from .plan import AddressTypeMetrics, Plan, PlanEvent
 from .planner import Reconciler
 from .records import PodRecord, as_pod_record, pod_record
 from .service import plan_service
+from .slices import SliceParseCache
 from .topology import TopologyCache
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "PodRecord",
     "Reconciler",
     "ReconcilerConfig",
+    "SliceParseCache",
     "TopologyCache",
     "address_types_for_service",
     "as_pod_record",

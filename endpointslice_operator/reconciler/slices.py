@@ -270,7 +270,11 @@ def copy_for_update(
     Only the small parts are copied (metadata, ports); the endpoint list is given. The
     ``managedFields`` are left out: the API server keeps them when an update omits them.
     """
-    result = {k: v for k, v in existing.items() if k not in ("metadata", "endpoints", "ports")}
+    result = {
+        k: copy.deepcopy(v)
+        for k, v in existing.items()
+        if k not in ("metadata", "endpoints", "ports")
+    }
     metadata_raw = existing.get("metadata")
     metadata = {
         k: copy.deepcopy(v)

@@ -214,3 +214,34 @@ def test_parse_cache_is_bounded_by_endpoints() -> None:
     assert len(cache) == 2 and cache.endpoint_count == 4
     cache.forget(["u3", "unknown"])
     assert len(cache) == 1 and cache.endpoint_count == 2
+
+
+def _scribble(value: object) -> None:
+    """Mutate every container reachable from ``value``."""
+    if isinstance(value, dict):
+        for item in list(value.values()):
+            _scribble(item)
+        value["scribbled"] = True
+    elif isinstance(value, list):
+        for item in value:
+            _scribble(item)
+        value.append("scribbled")
+
+
+def test_written_slices_share_nothing_with_the_inputs() -> None:
+    pods = [new_pod(i, NS, True, 1, False) for i in range(5)]
+    svc, h = _converged(pods, max_per_slice=2)
+    existing = h.client.list()
+    for slice_ in existing:
+        slice_["extra"] = {"nested": ["kept"]}
+        for endpoint in slice_["endpoints"]:
+            endpoint["hints"] = {"forZones": [{"name": "z"}]}
+    svc["metadata"]["labels"] = {"team": "a"}  # every slice is rewritten for its labels
+    pods[0]["status"]["conditions"][0]["status"] = "False"
+    inputs = copy.deepcopy((svc, pods, existing))
+    desired = desired_from_service_pods(svc, pods, [NODE_1])
+    plan = h.reconciler.plan(svc, desired, existing)
+    assert len(plan.updates) == 3
+    for written in (*plan.creates, *plan.updates):
+        _scribble(written)
+    assert (svc, pods, existing) == inputs
