@@ -142,28 +142,24 @@ class _MemoryDiffBaseStorage(kopf.DiffBaseStorage):
         self._essences[str(body.get("metadata", {}).get("uid") or "")] = essence
 
 
-class _NotKopfTasks(Collection["asyncio.Task[Any]"]):
-    """Kopf's ``run_tasks(ignored=...)``: every task that is not running Kopf code.
+class _AllTasks(Collection["asyncio.Task[Any]"]):
+    """Kopf's ``run_tasks(ignored=...)`` set: every task.
 
-    On shutdown Kopf waits up to 5 s for every task created since it started, taking them for
-    its own hung tasks. In-process (tests, the demo) those include the work queue's, the
-    emulator's and the test's tasks, which are none of Kopf's business.
+    On shutdown Kopf stops its root tasks (which stop their own sub-tasks), then treats every
+    other task created since it started as its own "hung" task, waits 5 s for it and cancels
+    it. In one process with other asyncio work (the demo, tests, two replicas side by side)
+    those tasks belong to others: cancelling them would stop another replica's watches. So
+    only the root-task shutdown is kept.
     """
 
     def __contains__(self, task: object) -> bool:
-        if not isinstance(task, asyncio.Task):
-            return False
-        code = getattr(task.get_coro(), "cr_code", None)
-        return code is None or not code.co_filename.startswith(_KOPF_DIR)
+        return True
 
     def __iter__(self) -> Iterator[asyncio.Task[Any]]:
         return iter(())
 
     def __len__(self) -> int:
         return 0
-
-
-_KOPF_DIR = os.path.dirname(kopf.__file__)
 
 
 def kopf_settings() -> kopf.OperatorSettings:
@@ -334,7 +330,7 @@ class Operator:
             namespaces=namespaces,
             stop_flag=self._kopf_stop,
         )
-        await kopf.run_tasks(tasks, ignored=_NotKopfTasks())
+        await kopf.run_tasks(tasks, ignored=_AllTasks())
 
     # -- readiness --------------------------------------------------------------------------
 

@@ -53,9 +53,16 @@ def settings(emu: Emulator, **overrides: Any) -> Settings:
 
 @contextlib.asynccontextmanager
 async def running_operator(
-    emu: Emulator, *, wait_leading: bool = True, **overrides: Any
+    emu: Emulator,
+    *,
+    wait_leading: bool = True,
+    serve_health: bool = False,
+    kubeconfig: Path | None = None,
+    **overrides: Any,
 ) -> AsyncIterator[Operator]:
-    operator = Operator(settings(emu, **overrides), serve_health=False)
+    if kubeconfig is not None:
+        overrides["kubeconfig"] = kubeconfig
+    operator = Operator(settings(emu, **overrides), serve_health=serve_health)
     task = asyncio.create_task(operator.run())
     try:
         waiter = asyncio.create_task(
