@@ -12,10 +12,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .endpoints import Endpoint, EndpointKey, EndpointState
+from .endpoints import Endpoint, EndpointKey, EndpointState, endpoint_from_dict
 from .ipaddr import canonical_ip
 from .labels import LABEL_TOPOLOGY_ZONE
-from .ports import PortKey, resolve_ports, service_ports
+from .ports import PortKey, ports_from_dicts, resolve_ports, service_ports
 from .records import PodRecord, pod_record
 
 __all__ = [
@@ -56,6 +56,34 @@ class DesiredEndpoints:
     groups: dict[str, dict[PortKey, EndpointGroup]]
     errors: list[str] = field(default_factory=list)
     publish_not_ready: bool = False
+
+    @classmethod
+    def empty(cls, address_types: Iterable[str]) -> DesiredEndpoints:
+        """No endpoints yet for these address types; fill with :meth:`add` (generic callers)."""
+        types = tuple(address_types)
+        return cls(types, {t: {} for t in types})
+
+    def add(
+        self,
+        address_type: str,
+        ports: Iterable[Mapping[str, Any]] | None,
+        endpoint: Endpoint | Mapping[str, Any],
+    ) -> None:
+        """Add one endpoint (JSON, as in a slice, or an ``Endpoint``) to its port-set group.
+
+        The port set is given as a slice's ``ports`` list; ``None`` and ``[]`` are the same
+        set. Adding an endpoint with the identity of one already there replaces it.
+        """
+        groups = self.groups.get(address_type)
+        if groups is None:
+            raise ValueError(f"address type {address_type!r} is not one of {self.address_types}")
+        key = ports_from_dicts(list(ports) if ports is not None else None)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = EndpointGroup(key)
+        if not isinstance(endpoint, Endpoint):
+            endpoint = endpoint_from_dict(endpoint)
+        group.endpoints[endpoint.key] = endpoint
 
     def endpoint_count(self, address_type: str) -> int:
         return sum(len(g.endpoints) for g in self.groups.get(address_type, {}).values())

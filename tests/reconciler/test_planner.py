@@ -7,6 +7,8 @@ import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+import pytest
+
 from endpointslice_operator.reconciler import (
     LAST_CHANGE_TRIGGER_TIME,
     Reconciler,
@@ -245,3 +247,25 @@ def test_written_slices_share_nothing_with_the_inputs() -> None:
     for written in (*plan.creates, *plan.updates):
         _scribble(written)
     assert (svc, pods, existing) == inputs
+
+
+def test_generic_desired_endpoints_built_by_hand() -> None:
+    """A non-pod controller (KEP-4770 style) feeds its own endpoints to the planner."""
+    from endpointslice_operator.reconciler import DesiredEndpoints
+
+    owner = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "ext", "namespace": NS, "uid": "e"},
+    }
+    desired = DesiredEndpoints.empty(["IPv4"])
+    ports = [{"name": "https", "port": 443, "protocol": "TCP"}]
+    for i in range(3):
+        desired.add("IPv4", ports, {"addresses": [f"192.0.2.{i}"], "conditions": {"ready": True}})
+    desired.add("IPv4", ports, {"addresses": ["192.0.2.0"], "conditions": {"ready": False}})
+    plan = Reconciler(CONFIG).plan(owner, desired, [])
+    (create,) = plan.creates
+    assert create["ports"] == ports
+    assert [e["conditions"]["ready"] for e in create["endpoints"]] == [False, True, True]
+    with pytest.raises(ValueError, match="IPv6"):
+        desired.add("IPv6", None, {"addresses": ["2001:db8::1"]})
