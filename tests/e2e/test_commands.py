@@ -1,0 +1,62 @@
+"""The ``run`` and ``demo`` commands, as a user starts them."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+
+import pytest
+
+from endpointslice_operator import demo
+from endpointslice_operator.controller import main as run_command
+from endpointslice_operator.testing import run_emulator
+from tests.e2e.harness import addresses, cluster, eventually, pod, service
+
+
+def test_demo_runs_and_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    assert demo.main([]) == 0
+    out = capsys.readouterr().out
+    steps = out.split("=== ")
+    assert "5 ready pods" in steps[1] and "1 create (POST)" in steps[1]
+    assert "no longer ready" in steps[2]
+    assert "0 create (POST), 1 update (PUT), 0 delete" in steps[2]
+    assert "120 pods" in steps[3]
+    assert "zone-a" in out and "zone-b" in out
+
+
+def test_run_refuses_invalid_settings_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_command.main(["--max-endpoints-per-slice", "5000"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert "max-endpoints-per-slice" in err or "max_endpoints_per_slice" in err
+
+
+async def test_run_command_serves_and_stops_on_sigterm() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        service(emu, "web", selector={"app": "web"})
+        pod(emu, "web-0", "10.1.0.1")
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "endpointslice_operator",
+            "run",
+            "--kubeconfig",
+            str(emu.kubeconfig_path),
+            "--no-leader-election",
+            "--metrics-port",
+            "0",
+            "--log-format",
+            "json",
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        try:
+            await eventually(lambda: addresses(emu, "web") == {"10.1.0.1"}, timeout=60)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            _, stderr = await asyncio.wait_for(process.communicate(), 30)
+        assert process.returncode == 0, stderr.decode()[-2000:]
