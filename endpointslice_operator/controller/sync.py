@@ -15,6 +15,10 @@ Deliberate differences from upstream:
 * **ConflictingController.** A Warning Event, once per Service, when kube-controller-manager's
   EndpointSlice controller also publishes slices for a Service we manage (kube-proxy would
   merge both sets).
+* **Malformed input** (a pod IP that does not parse, a Service port without a usable
+  targetPort; the API server would normally refuse these) is skipped with a Warning Event
+  ``InvalidInput`` and is not retried, since retrying cannot fix it. Pods on a node missing
+  from the cache are retried, as upstream does.
 """
 
 from __future__ import annotations
@@ -44,6 +48,9 @@ log = logging.getLogger(__name__)
 REASON_FAILED_TO_UPDATE = "FailedToUpdateEndpointSlices"
 REASON_INVALID_SELECTOR = "InvalidSelector"
 REASON_CONFLICTING_CONTROLLER = "ConflictingController"
+REASON_INVALID_INPUT = "InvalidInput"
+NODE_NOT_FOUND_SUFFIX = " Not Found"
+"""How the reconciler's "skipping Pod ... Node <name> Not Found" errors end."""
 
 
 class SyncError(Exception):
@@ -206,8 +213,20 @@ class ServiceSyncer:
         for event in plan.events:
             await self.recorder.record(entry.body, event.type, event.reason, event.message)
         await self._apply(entry, plan)
-        if plan.errors:
-            message = "; ".join(plan.errors)
+        missing_nodes = [e for e in plan.errors if e.endswith(NODE_NOT_FOUND_SUFFIX)]
+        malformed = [e for e in plan.errors if not e.endswith(NODE_NOT_FOUND_SUFFIX)]
+        if malformed:
+            # Retrying cannot fix a malformed object; say so once (aggregated) and carry on.
+            await self.recorder.record(
+                entry.body,
+                WARNING,
+                REASON_INVALID_INPUT,
+                "Skipped malformed input: " + "; ".join(malformed),
+            )
+        if missing_nodes:
+            # As upstream: the slices are written without those pods, and the sync is retried
+            # (the node may just not be in the cache yet).
+            message = "; ".join(missing_nodes)
             await self._failed(entry, message)
             raise SyncError(message)
 

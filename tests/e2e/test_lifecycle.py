@@ -15,6 +15,7 @@ from tests.e2e.harness import (
     cluster,
     events,
     eventually,
+    namespace,
     pod,
     running_operator,
     service,
@@ -157,3 +158,46 @@ async def test_restart_with_slices_already_right_writes_nothing() -> None:
                 == 2
             )
         assert writes(emu) == before
+
+
+async def test_malformed_pod_is_skipped_with_an_event_and_others_unaffected() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        service(emu, "web", selector={"app": "web"})
+        service(emu, "other", selector={"app": "other"})
+        pod(emu, "web-0", "10.1.0.1")
+        pod(emu, "other-0", "10.1.0.7", labels={"app": "other"})
+        async with running_operator(emu) as op:
+            await eventually(lambda: addresses(emu, "web") == {"10.1.0.1"})
+            broken = emu.store.get("pods", NS, "web-0")
+            assert broken is not None
+            # The emulator validates like the API server, so the bad IP is injected into the
+            # operator's index directly, as a watch event from a misbehaving server would.
+            assert op.router is not None
+            broken["status"]["podIPs"] = [{"ip": "not-an-ip"}]
+            broken["metadata"]["resourceVersion"] = "999999"
+            op.router.on_pod("MODIFIED", broken)
+            invalid = await eventually(lambda: events(emu, "InvalidInput"))
+            assert "not-an-ip" in invalid[0]["message"]
+            await settle(op)
+            assert addresses(emu, "web") == set()
+            assert addresses(emu, "other") == {"10.1.0.7"}
+            assert (
+                op.metrics.sample_value("endpoint_slice_controller_syncs", {"result": "error"})
+                is None
+            )
+
+
+async def test_only_the_configured_namespaces_are_watched() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        namespace(emu, "elsewhere")
+        service(emu, "web", selector={"app": "web"})
+        service(emu, "web", selector={"app": "web"}, namespace="elsewhere")
+        pod(emu, "web-0", "10.1.0.1")
+        pod(emu, "web-0", "10.2.0.1", namespace="elsewhere")
+        async with running_operator(emu, namespaces=(NS,)) as op:
+            await eventually(lambda: addresses(emu, "web") == {"10.1.0.1"})
+            await settle(op)
+            assert slices(emu, "web", namespace="elsewhere") == []
+            assert op.indexes.counts()["pods"] == 1
