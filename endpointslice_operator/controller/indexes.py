@@ -30,7 +30,7 @@ from endpointslice_operator.controller.optin import (
     Decision,
     evaluate,
 )
-from endpointslice_operator.controller.selectors import Selector
+from endpointslice_operator.controller.selectors import Operator, Selector
 from endpointslice_operator.reconciler.records import PodRecord
 
 __all__ = [
@@ -340,20 +340,24 @@ class PodIndex:
                     del ns.by_label[item]
 
     def select(self, namespace: str, selector: Selector) -> list[PodRecord]:
-        """The pods of ``namespace`` that ``selector`` matches, in name order."""
+        """The pods of ``namespace`` that ``selector`` matches, in name order.
+
+        Candidates come from the positive requirement (``=`` or ``in``) whose label buckets
+        are smallest; a selector without one checks every pod of the namespace.
+        """
         ns = self._namespaces.get(namespace)
         if ns is None:
             return []
-        candidates: Iterable[str]
-        anchors = list(selector.anchors())
-        if anchors and all(value is not None for _, value in anchors):
-            names: set[str] = set()
-            for label, value in anchors:
-                assert value is not None
-                names.update(ns.by_label.get((label, value), ()))
-            candidates = names
-        else:
-            candidates = ns.pods
+        candidates: Iterable[str] = ns.pods
+        smallest = len(ns.pods) + 1
+        for req in selector.requirements:
+            if req.operator not in (Operator.EQUALS, Operator.IN):
+                continue
+            buckets = [ns.by_label.get((req.key, value), ()) for value in req.values]
+            size = sum(len(bucket) for bucket in buckets)
+            if size < smallest:
+                smallest = size
+                candidates = buckets[0] if len(buckets) == 1 else set().union(*buckets)
         pods = [ns.pods[name] for name in candidates]
         return sorted(
             (pod for pod in pods if selector.matches(pod.labels)), key=lambda pod: pod.name

@@ -427,6 +427,8 @@ class Operator:
             metrics=self.metrics.workqueue,
         )
         self.queue = queue
+        syncer.start_term()
+        router.tracker = syncer.tracker
         router.queue = queue
         for key in router.all_keys():
             queue.add(key)

@@ -91,6 +91,16 @@ class ServiceSyncer:
         self.metrics_cache = MetricsCache(config.max_endpoints_per_slice)
         self._conflicts_reported: set[str] = set()
 
+    def start_term(self) -> None:
+        """Forget what earlier leader terms wrote, as a freshly started upstream controller would.
+
+        While this replica stood by, another leader may have replaced or deleted the slices
+        this tracker remembers; keeping those expectations would make every sync look stale.
+        """
+        self.tracker = EndpointSliceTracker()
+        self.trigger_times = TriggerTimeTracker()
+        self._conflicts_reported.clear()
+
     async def sync(self, key: str) -> None:
         """Sync one Service; raises to have the queue retry it."""
         loop = asyncio.get_running_loop()
