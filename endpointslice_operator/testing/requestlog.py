@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 DEFAULT_MAX_ENTRIES = 1_000_000
@@ -28,9 +29,29 @@ class RequestLog:
 
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
         self._entries: deque[RequestRecord] = deque(maxlen=max_entries)
+        self._waiters: set[asyncio.Event] = set()
 
     def append(self, record: RequestRecord) -> None:
         self._entries.append(record)
+        for waiter in self._waiters:
+            waiter.set()
+
+    async def wait_for(
+        self, predicate: Callable[[RequestLog], bool], timeout: float | None = None
+    ) -> None:
+        """Wait until ``predicate(log)`` holds, re-checking after every logged request.
+
+        Raises TimeoutError after ``timeout`` seconds (loop time, so virtual time works).
+        """
+        waiter = asyncio.Event()
+        self._waiters.add(waiter)
+        try:
+            async with asyncio.timeout(timeout):
+                while not predicate(self):
+                    waiter.clear()
+                    await waiter.wait()
+        finally:
+            self._waiters.discard(waiter)
 
     def __iter__(self) -> Iterator[RequestRecord]:
         return iter(tuple(self._entries))

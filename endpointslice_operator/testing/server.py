@@ -123,7 +123,13 @@ class Emulator:
             raise RuntimeError("the emulator is already running")
         self.stopping = False
         api = ApiApp(self)
-        runner = web.AppRunner(api.app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        runner = web.AppRunner(
+            api.app,
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=1.0,
+            handler_cancellation=True,  # a client that hangs up ends its watch at once
+        )
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.requested_port, reuse_address=True)
         await site.start()
