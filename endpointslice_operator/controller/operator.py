@@ -51,6 +51,8 @@ WATCH_SERVER_TIMEOUT = 300.0
 WATCH_CLIENT_TIMEOUT = WATCH_SERVER_TIMEOUT + 60.0
 """Give up on a watch stream the server has silently stopped serving."""
 WATCH_CONNECT_TIMEOUT = 30.0
+KOPF_WORKER_IDLE_TIMEOUT = 0.2
+KOPF_WORKER_LIMIT = 5000
 READINESS_POLL_INTERVAL = 0.05
 """How often the index sizes are compared with the expected counts (in memory, cheap)."""
 READINESS_RECOUNT_INTERVAL = 2.0
@@ -175,6 +177,11 @@ def kopf_settings() -> kopf.OperatorSettings:
     settings.watching.client_timeout = WATCH_CLIENT_TIMEOUT
     settings.watching.connect_timeout = WATCH_CONNECT_TIMEOUT
     settings.watching.reconnect_backoff = 1.0
+    # Kopf runs one worker task per object with events, kept for ``idle_timeout`` after its last
+    # event. Our handlers only update in-memory indexes, so workers are cheap to restart: exit
+    # soon and cap how many exist, so that listing 150k pods does not hold 150k tasks at once.
+    settings.queueing.idle_timeout = KOPF_WORKER_IDLE_TIMEOUT
+    settings.queueing.worker_limit = KOPF_WORKER_LIMIT
     # Kopf would SIGKILL the process if its tasks were cancelled without the stop flag; the
     # operator always stops Kopf through the flag, and must never kill an embedding process.
     settings.process.ultimate_exiting_timeout = None
