@@ -1,0 +1,211 @@
+"""ServiceSyncer against the API emulator (real HTTP), with indexes fed by hand.
+
+Feeding the indexes by hand (instead of through watches) makes the cache exactly as stale as
+each test needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import config as k8s_config
+from kubernetes_asyncio.client import ApiClient, Configuration
+
+from endpointslice_operator.controller.events import EventRecorder
+from endpointslice_operator.controller.indexes import Indexes
+from endpointslice_operator.controller.sync import ServiceSyncer, SyncError
+from endpointslice_operator.controller.writer import SliceWriter
+from endpointslice_operator.metrics import OperatorMetrics
+from endpointslice_operator.reconciler.config import ReconcilerConfig
+from endpointslice_operator.reconciler.records import pod_record
+from endpointslice_operator.reconciler.tracker import StaleInformerCache
+from endpointslice_operator.testing import Emulator, FaultConfig, run_emulator
+
+ME = "endpointslice-operator.io"
+NS = "s"
+
+
+class World:
+    def __init__(self, emu: Emulator, api: ApiClient) -> None:
+        self.emu = emu
+        self.metrics = OperatorMetrics()
+        self.indexes = Indexes(
+            enabled_annotation=f"{ME}/enabled", selector_annotation=f"{ME}/selector", managed_by=ME
+        )
+        self.syncer = ServiceSyncer(
+            indexes=self.indexes,
+            writer=SliceWriter(api),
+            recorder=EventRecorder(api),
+            metrics=self.metrics,
+            config=ReconcilerConfig(controller_name=ME),
+            topology=None,
+        )
+
+    def load(self) -> None:
+        """Bring the indexes up to date with the emulator (what the watches would do)."""
+        for svc in self.emu.store.list("services", NS):
+            self.indexes.services.upsert(svc)
+        for pod in self.emu.store.list("pods", NS):
+            self.indexes.pods.put(pod_record(pod))
+        for node in self.emu.store.list("nodes"):
+            self.indexes.nodes.put(node)
+        for existing in self.emu.store.list("endpointslices", NS):
+            self.indexes.slices.put(existing)
+
+    def writes(self, verb: str) -> int:
+        return self.emu.requests.count(verb=verb, resource="endpointslices")
+
+    def synced(self, result: str) -> float | None:
+        return self.metrics.sample_value("endpoint_slice_controller_syncs", {"result": result})
+
+
+@pytest.fixture
+async def world() -> AsyncIterator[World]:
+    async with run_emulator() as emu:
+        configuration = Configuration()
+        await k8s_config.load_kube_config(
+            config_file=str(emu.kubeconfig_path), client_configuration=configuration
+        )
+        async with ApiClient(configuration) as api:
+            emu.store.create_namespace(NS)
+            emu.store.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {"name": "n1"},
+                    "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+                }
+            )
+            emu.store.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Service",
+                    "metadata": {
+                        "name": "web",
+                        "namespace": NS,
+                        "annotations": {f"{ME}/enabled": "true"},
+                    },
+                    "spec": {
+                        "selector": {"app": "web"},
+                        "ports": [{"port": 80, "targetPort": 8080}],
+                    },
+                }
+            )
+            emu.store.create(pod_json("web-0", "10.0.0.1"))
+            yield World(emu, api)
+
+
+def pod_json(name: str, ip: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "labels": {"app": "web"}},
+        "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]},
+        "status": {
+            "phase": "Running",
+            "podIPs": [{"ip": ip}],
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+async def test_sync_writes_then_refuses_a_stale_cache(world: World) -> None:
+    world.load()
+    await world.syncer.sync(f"{NS}/web")
+    assert world.writes("create") == 1
+    assert world.synced("success") == 1
+    # The index has not seen our create yet: acting now could duplicate the slice.
+    with pytest.raises(StaleInformerCache):
+        await world.syncer.sync(f"{NS}/web")
+    assert world.synced("stale") == 1
+    assert world.writes("create") == 1
+    world.load()
+    await world.syncer.sync(f"{NS}/web")  # caught up: nothing to do
+    assert world.writes("create") + world.writes("update") == 1
+
+
+async def test_first_failure_stops_the_remaining_writes(world: World) -> None:
+    world.emu.store.create(
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": "web-legacy",
+                "namespace": NS,
+                "labels": {
+                    "kubernetes.io/service-name": "web",
+                    "endpointslice.kubernetes.io/managed-by": ME,
+                },
+            },
+            "addressType": "FQDN",
+            "endpoints": [],
+        }
+    )
+    world.load()
+    world.emu.faults = FaultConfig(fail_rate=1.0, fault_verbs={"create"}, fail_codes=(500,))
+    with pytest.raises(SyncError):
+        await world.syncer.sync(f"{NS}/web")
+    assert world.writes("create") == 1
+    assert world.writes("delete") == 0  # never reached after the failed create
+    assert world.synced("error") == 1
+    world.emu.faults = FaultConfig()
+    await world.syncer.sync(f"{NS}/web")
+    assert world.writes("delete") == 1
+    assert world.emu.store.get("endpointslices", NS, "web-legacy") is None
+
+
+async def test_failures_are_one_aggregated_event(world: World) -> None:
+    world.load()
+    world.emu.faults = FaultConfig(fail_rate=1.0, fault_verbs={"create"}, fail_codes=(500,))
+    for _ in range(3):
+        with pytest.raises(SyncError):
+            await world.syncer.sync(f"{NS}/web")
+    events = [
+        e
+        for e in world.emu.store.list("events", NS)
+        if e["reason"] == "FailedToUpdateEndpointSlices"
+    ]
+    assert len(events) == 1
+    assert events[0]["count"] == 3
+    assert events[0]["source"]["component"] == "endpoint-slice-controller"
+    assert events[0]["involvedObject"]["name"] == "web"
+
+
+async def test_terminating_namespace_is_not_an_error(world: World) -> None:
+    world.emu.store.create_namespace("going")
+    namespace = world.emu.store.get("namespaces", None, "going")
+    assert namespace is not None
+    namespace["metadata"]["finalizers"] = ["example.com/hold"]
+    world.emu.store.update(namespace)
+    world.emu.store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {
+                "name": "web",
+                "namespace": "going",
+                "annotations": {f"{ME}/enabled": "true"},
+            },
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]},
+        }
+    )
+    for svc in world.emu.store.list("services", "going"):
+        world.indexes.services.upsert(svc)
+    world.emu.store.delete("namespaces", None, "going")
+    await world.syncer.sync("going/web")  # the placeholder create is refused: no error
+    assert world.synced("success") == 1
+    assert world.emu.requests.count(verb="create", resource="endpointslices", code=403) == 1
+
+
+async def test_deleted_service_state_is_dropped_without_api_calls(world: World) -> None:
+    world.load()
+    await world.syncer.sync(f"{NS}/web")
+    world.load()
+    world.indexes.services.remove(NS, "web")
+    before = len(world.emu.requests)
+    await world.syncer.sync(f"{NS}/web")
+    assert len(world.emu.requests) == before
+    assert world.syncer.tracker.generations(NS, "web") is None
+    assert world.metrics.sample_value("endpoint_slice_controller_endpoints_desired") == 0
