@@ -116,6 +116,12 @@ async def test_readiness_flip_costs_exactly_one_put() -> None:
             await settle(op)
             after = writes(emu)
             assert after["update"] - before["update"] == 1
+            # the written slice carries the pod's Ready transition as its trigger time
+            (written,) = slices(emu, "web")
+            trigger = written["metadata"]["annotations"][
+                "endpoints.kubernetes.io/last-change-trigger-time"
+            ]
+            assert trigger == "2026-01-01T00:01:00Z"
             assert after["create"] == before["create"]
             assert after["delete"] == before["delete"]
 
