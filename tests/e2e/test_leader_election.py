@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,7 @@ async def test_standby_takes_over_when_the_leader_dies(tmp_path: Path) -> None:
         proxy = CuttableProxy("127.0.0.1", emu.port)
         await proxy.start()
         try:
-            common = {"leader_election": True, "lease_namespace": "operators"}
+            common: dict[str, Any] = {"leader_election": True, "lease_namespace": "operators"}
             leader_kubeconfig = proxy.kubeconfig(Path(emu.kubeconfig_path), tmp_path / "kc.yaml")
             async with running_operator(emu, kubeconfig=leader_kubeconfig, **common) as leader:
                 await eventually(lambda: addresses(emu, "web") == {"10.1.0.1"})
@@ -64,7 +65,7 @@ async def test_a_stopping_leader_releases_the_lease() -> None:
         emu.store.create_namespace("operators")
         service(emu, "web", selector={"app": "web"})
         pod(emu, "web-0", "10.1.0.1")
-        common = {"leader_election": True, "lease_namespace": "operators"}
+        common: dict[str, Any] = {"leader_election": True, "lease_namespace": "operators"}
         async with contextlib.AsyncExitStack() as leader_stack:
             leader = await leader_stack.enter_async_context(running_operator(emu, **common))
             async with running_operator(emu, wait_leading=False, **common) as standby:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
-from endpointslice_operator.testing import run_emulator
+from endpointslice_operator.testing import Emulator, run_emulator
 from tests.e2e.harness import (
     ENABLED,
     LABEL_MANAGED_BY,
@@ -27,7 +28,7 @@ from tests.e2e.harness import (
 UPSTREAM = "endpointslice-controller.k8s.io"
 
 
-def foreign_slice(emu: Any, name: str, service_name: str, managed_by: str) -> dict[str, Any]:
+def foreign_slice(emu: Emulator, name: str, service_name: str, managed_by: str) -> dict[str, Any]:
     return emu.store.create(
         {
             "apiVersion": "discovery.k8s.io/v1",
@@ -60,7 +61,7 @@ async def test_opt_out_deletes_our_slices() -> None:
         pod(emu, "web-0", "10.1.0.1")
         async with running_operator(emu):
             for name in ("by-annotation", "to-external", "to-selectorless"):
-                await eventually(lambda name=name: addresses(emu, name) == {"10.1.0.1"})
+                await eventually(partial(lambda n: addresses(emu, n) == {"10.1.0.1"}, name))
             update_service(
                 emu, "by-annotation", lambda s: s["metadata"]["annotations"].pop(ENABLED)
             )
@@ -71,7 +72,7 @@ async def test_opt_out_deletes_our_slices() -> None:
             update_service(emu, "to-external", to_external)
             update_service(emu, "to-selectorless", lambda s: s["spec"].pop("selector"))
             for name in ("by-annotation", "to-external", "to-selectorless"):
-                await eventually(lambda name=name: slices(emu, name) == [])
+                await eventually(partial(lambda n: slices(emu, n) == [], name))
 
 
 async def test_service_deletion_leaves_cleanup_to_the_garbage_collector() -> None:
