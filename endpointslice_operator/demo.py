@@ -252,12 +252,13 @@ async def run_demo(keep_running: bool, out: TextIO) -> None:
             out.write(render_slices(_slices(emu)) + "\n" + step.writes() + "\n")
 
             if keep_running:
+                kubectl = f"kubectl --kubeconfig {emu.kubeconfig_path} -n {NAMESPACE}"
                 out.write(
                     f"\nThe emulator serves the API at {emu.url}; the operator keeps running.\n"
-                    f"Try:\n  kubectl --kubeconfig {emu.kubeconfig_path} "
-                    f"-n {NAMESPACE} get endpointslices\n"
-                    f"  kubectl --kubeconfig {emu.kubeconfig_path} "
-                    f"-n {NAMESPACE} scale ... (or create and delete pods)\n"
+                    f"Try:\n  {kubectl} get endpointslices -o yaml\n"
+                    f"  {kubectl} delete pod {SERVICE}-7   (and watch the slices follow)\n"
+                    f"  {kubectl} annotate service {SERVICE} "
+                    "endpointslice-operator.io/enabled-   (opt out: the slices go away)\n"
                     "Press Ctrl-C to stop.\n"
                 )
                 out.flush()
