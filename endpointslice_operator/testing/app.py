@@ -225,9 +225,9 @@ class ApiApp:
     def _verb(request: web.Request, target: Target) -> str:
         method = request.method
         if method == "GET":
-            if target.name:
-                return "get"
-            return "watch" if request.query.get("watch", "").lower() in TRUE else "list"
+            if request.query.get("watch", "").lower() in TRUE:
+                return "watch"
+            return "get" if target.name else "list"
         if method == "POST":
             return "create"
         if method == "PUT":

@@ -282,6 +282,14 @@ def validate_object_meta(
     else:
         check = NAME_RULES[name_rule]
         causes.extend(invalid_value("metadata.name", name, msg) for msg in check(name))
+    generate_name = meta.get("generateName") or ""
+    if generate_name:
+        # Prefixes may end with a dash (maskTrailingDash in apimachinery).
+        masked = generate_name[:-1] + "a" if generate_name.endswith("-") else generate_name
+        check = NAME_RULES[name_rule]
+        causes.extend(
+            invalid_value("metadata.generateName", generate_name, msg) for msg in check(masked)
+        )
     namespace = meta.get("namespace") or ""
     if namespaced:
         if not namespace:

@@ -1,0 +1,57 @@
+"""Discovery documents, as Kopf's scanner and kubectl read them."""
+
+from __future__ import annotations
+
+from tests.emulator.conftest import Client
+
+
+async def test_version(client: Client) -> None:
+    status, body = await client.get("/version")
+    assert status == 200 and body["major"] == "1" and body["gitVersion"].startswith("v1.")
+
+
+async def test_core_group(client: Client) -> None:
+    status, body = await client.get("/api")
+    assert status == 200 and body["kind"] == "APIVersions" and body["versions"] == ["v1"]
+    status, body = await client.get("/api/v1")
+    assert body["kind"] == "APIResourceList" and body["groupVersion"] == "v1"
+    resources = {r["name"]: r for r in body["resources"]}
+    expected = {
+        "pods", "pods/status", "services", "services/status", "nodes", "nodes/status",
+        "namespaces", "namespaces/status", "namespaces/finalize", "endpoints", "events",
+    }  # fmt: skip
+    assert expected <= set(resources)
+    assert resources["pods"]["namespaced"] is True
+    assert resources["nodes"]["namespaced"] is False
+    assert resources["services"]["shortNames"] == ["svc"]
+    assert "watch" in resources["pods"]["verbs"]
+    assert resources["pods/status"]["verbs"] == ["get", "patch", "update"]
+
+
+async def test_named_groups(client: Client) -> None:
+    status, body = await client.get("/apis")
+    assert status == 200 and body["kind"] == "APIGroupList"
+    groups = {g["name"]: g for g in body["groups"]}
+    assert set(groups) == {"discovery.k8s.io", "events.k8s.io", "coordination.k8s.io"}
+    assert groups["discovery.k8s.io"]["preferredVersion"]["groupVersion"] == "discovery.k8s.io/v1"
+    status, body = await client.get("/apis/discovery.k8s.io/v1")
+    assert [r["name"] for r in body["resources"]] == ["endpointslices"]
+    assert body["resources"][0]["kind"] == "EndpointSlice"
+    status, body = await client.get("/apis/discovery.k8s.io")
+    assert status == 200 and body["kind"] == "APIGroup"
+
+
+async def test_unknown_paths_are_not_found(client: Client) -> None:
+    for path in ["/apis/apps/v1", "/apis/discovery.k8s.io/v1beta1", "/openapi/v2", "/openapi/v3",
+                 "/api/v1/namespaces/default/configmaps", "/nonsense"]:  # fmt: skip
+        status, body = await client.get(path)
+        assert status == 404, path
+        assert body["kind"] == "Status"
+
+
+async def test_health_endpoints(client: Client) -> None:
+    for path in ["/healthz", "/livez", "/readyz"]:
+        status, body = await client.get(path)
+        assert status == 200 and body == "ok"
+    status, body = await client.get("/")
+    assert "/apis/discovery.k8s.io/v1" in body["paths"]

@@ -1,0 +1,160 @@
+"""Label and field selectors, in the parser and on LIST; limit/continue paging."""
+
+from __future__ import annotations
+
+import pytest
+
+from endpointslice_operator.testing import Emulator
+from endpointslice_operator.testing.errors import ApiError
+from endpointslice_operator.testing.selectors import (
+    parse_field_selector,
+    parse_label_selector,
+    selector_from_match_labels,
+)
+from tests.emulator.conftest import PODS, SLICES, Client, endpoint_slice, pod
+
+LABELS = {"app": "web", "tier": "front", "version": "3"}
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ("", True),
+        ("app=web", True),
+        ("app==web", True),
+        ("app!=web", False),
+        ("app!=db", True),
+        ("missing!=x", True),  # != matches objects without the key
+        ("app in (web,db)", True),
+        ("app in (db)", False),
+        ("app notin (db, cache)", True),
+        ("missing notin (x)", True),
+        ("missing in (x)", False),
+        ("tier", True),
+        ("!tier", False),
+        ("!missing", True),
+        ("app=web,tier=front", True),
+        ("app=web,tier=back", False),
+        ("app in (web),!missing,tier", True),
+        ("version>2", True),
+        ("version<3", False),
+        ("missing>1", False),
+        ("example.com/key=value", False),
+    ],
+)
+def test_label_selector_matching(selector: str, expected: bool) -> None:
+    assert parse_label_selector(selector).matches(LABELS) is expected
+
+
+@pytest.mark.parametrize(
+    "selector",
+    ["app=we b", "-bad=x", "app in ()", "app in (a", "a,,b", "version>x", "app=" + "x" * 64],
+)
+def test_invalid_label_selectors_are_rejected(selector: str) -> None:
+    with pytest.raises(ApiError) as caught:
+        parse_label_selector(selector)
+    assert caught.value.code == 400
+    assert caught.value.message.startswith("unable to parse requirement")
+
+
+def test_match_labels_and_expressions() -> None:
+    selector = selector_from_match_labels(
+        {
+            "matchLabels": {"app": "web"},
+            "matchExpressions": [
+                {"key": "tier", "operator": "In", "values": ["front"]},
+                {"key": "gone", "operator": "DoesNotExist"},
+            ],
+        }
+    )
+    assert selector.matches(LABELS)
+    assert not selector.matches({"app": "web"})
+
+
+def test_field_selector_parsing() -> None:
+    selector = parse_field_selector(r"metadata.name=a\,b,status.phase!=Running", "pods")
+    assert selector.matches({"metadata": {"name": "a,b"}, "status": {"phase": "Pending"}})
+    assert not selector.matches({"metadata": {"name": "a,b"}, "status": {"phase": "Running"}})
+    with pytest.raises(ApiError) as caught:
+        parse_field_selector("spec.nodeName=x", "services")
+    assert caught.value.message == "field label not supported: spec.nodeName"
+
+
+async def test_list_with_label_selectors(emu: Emulator, client: Client) -> None:
+    emu.store.create(endpoint_slice("a", metadata={"labels": {"svc": "web", "v": "1"}}))
+    emu.store.create(endpoint_slice("b", metadata={"labels": {"svc": "web"}}))
+    emu.store.create(endpoint_slice("c", metadata={"labels": {"svc": "db"}}))
+
+    async def names(selector: str) -> list[str]:
+        status, body = await client.get(SLICES, labelSelector=selector)
+        assert status == 200, body
+        return [item["metadata"]["name"] for item in body["items"]]
+
+    assert await names("svc=web") == ["a", "b"]
+    assert await names("svc in (web,db),!v") == ["b", "c"]
+    assert await names("v") == ["a"]
+    status, body = await client.get(SLICES, labelSelector="svc in (")
+    assert status == 400 and body["reason"] == "BadRequest"
+
+
+async def test_list_with_field_selectors(emu: Emulator, client: Client) -> None:
+    emu.store.create_namespace("other")
+    emu.store.create(pod("a", nodeName="n1") | {"status": {"phase": "Running"}})
+    emu.store.create(pod("b", nodeName="n2") | {"status": {"phase": "Pending"}})
+    emu.store.create(pod("c", nodeName="n1") | {"status": {"phase": "Pending"}}, namespace="other")
+
+    async def names(path: str, selector: str) -> list[str]:
+        status, body = await client.get(path, fieldSelector=selector)
+        assert status == 200, body
+        return [item["metadata"]["name"] for item in body["items"]]
+
+    assert await names("/api/v1/pods", "spec.nodeName=n1") == [
+        "a",
+        "c",
+    ]  # namespace, then name order
+    assert await names("/api/v1/pods", "status.phase=Pending") == ["b", "c"]
+    assert await names("/api/v1/pods", "metadata.namespace=other") == ["c"]
+    assert await names(PODS, "metadata.name!=a") == ["b"]
+    assert await names("/api/v1/pods", "spec.nodeName=n1,status.phase=Running") == ["a"]
+    status, body = await client.get(PODS, fieldSelector="spec.bogus=1")
+    assert status == 400 and body["message"] == "field label not supported: spec.bogus"
+
+
+async def test_events_field_selectors(emu: Emulator, client: Client) -> None:
+    emu.store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": "e1"},
+            "involvedObject": {"kind": "Service", "name": "web", "namespace": "default"},
+            "reason": "Synced",
+        }
+    )
+    status, body = await client.get(
+        "/api/v1/namespaces/default/events",
+        fieldSelector="involvedObject.kind=Service,involvedObject.name=web,reason=Synced",
+    )
+    assert status == 200 and [i["metadata"]["name"] for i in body["items"]] == ["e1"]
+
+
+async def test_limit_and_continue_page_through_a_consistent_version(
+    emu: Emulator, client: Client
+) -> None:
+    for index in range(5):
+        emu.store.create(endpoint_slice(f"s{index}"))
+    status, page = await client.get(SLICES, limit="2")
+    assert status == 200
+    assert [i["metadata"]["name"] for i in page["items"]] == ["s0", "s1"]
+    assert page["metadata"]["remainingItemCount"] == 3
+    list_version = page["metadata"]["resourceVersion"]
+    names = ["s0", "s1"]
+    while page["metadata"].get("continue"):
+        status, page = await client.get(
+            SLICES, limit="2", **{"continue": page["metadata"]["continue"]}
+        )
+        assert status == 200
+        assert page["metadata"]["resourceVersion"] == list_version
+        names += [i["metadata"]["name"] for i in page["items"]]
+    assert names == [f"s{i}" for i in range(5)]
+    status, _ = await client.get(SLICES, limit="2", **{"continue": "garbage!"})
+    assert status == 400

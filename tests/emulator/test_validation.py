@@ -1,0 +1,237 @@
+"""Validation as kube-apiserver does it, with EndpointSlices in detail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from endpointslice_operator.testing import Emulator
+from endpointslice_operator.testing.validation import (
+    dns1035_label_errors,
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
+    label_value_errors,
+    qualified_name_errors,
+)
+from tests.emulator.conftest import SLICES, Client, endpoint_slice
+
+
+def test_name_rules() -> None:
+    assert dns1123_label_errors("web-1") == []
+    assert dns1123_label_errors("Web") != []
+    assert dns1123_label_errors("a" * 64) != []
+    assert dns1123_subdomain_errors("a.b-c.d") == []
+    assert dns1123_subdomain_errors("a..b") != []
+    assert dns1035_label_errors("1abc") != []
+    assert qualified_name_errors("example.com/My_Name.1") == []
+    assert qualified_name_errors("a/b/c") != []
+    assert qualified_name_errors("/x") == ["prefix part must be non-empty"]
+    assert label_value_errors("") == []
+    assert label_value_errors("-x") != []
+
+
+async def post_invalid(client: Client, body: dict[str, Any]) -> list[tuple[str, str]]:
+    status, answer = await client.post(SLICES, body)
+    assert status == 422, answer
+    assert answer["reason"] == "Invalid"
+    assert answer["message"].startswith('EndpointSlice.discovery.k8s.io "')
+    return [(c["field"], c["reason"]) for c in answer["details"]["causes"]]
+
+
+def endpoints(*addresses: str, **extra: Any) -> list[dict[str, Any]]:
+    return [{"addresses": list(addresses), **extra}]
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"addressType": None}, [("addressType", "FieldValueRequired")]),
+        ({"addressType": "IP"}, [("addressType", "FieldValueNotSupported")]),
+        ({"endpoints": endpoints()}, [("endpoints[0].addresses", "FieldValueRequired")]),
+        (
+            {"endpoints": endpoints("10.0.0.256")},
+            [("endpoints[0].addresses[0]", "FieldValueInvalid")],
+        ),
+        (
+            {"endpoints": endpoints("010.0.0.1")},
+            [("endpoints[0].addresses[0]", "FieldValueInvalid")],
+        ),
+        (
+            {"endpoints": endpoints("127.0.0.1")},
+            [("endpoints[0].addresses[0]", "FieldValueInvalid")],
+        ),
+        (
+            {"endpoints": endpoints("169.254.1.1")},
+            [("endpoints[0].addresses[0]", "FieldValueInvalid")],
+        ),
+        ({"endpoints": endpoints("0.0.0.0")}, [("endpoints[0].addresses[0]", "FieldValueInvalid")]),
+        ({"endpoints": endpoints("fd00::1")}, [("endpoints[0].addresses[0]", "FieldValueInvalid")]),
+        (
+            {"endpoints": endpoints(*[f"10.0.0.{i}" for i in range(1, 102)])},
+            [("endpoints[0].addresses", "FieldValueTooMany")],
+        ),
+        (
+            {"endpoints": endpoints("10.0.0.1", hostname="Not_A_Label")},
+            [("endpoints[0].hostname", "FieldValueInvalid")],
+        ),
+        (
+            {"endpoints": endpoints("10.0.0.1", nodeName="bad..node")},
+            [("endpoints[0].nodeName", "FieldValueInvalid")],
+        ),
+        (
+            {
+                "endpoints": endpoints(
+                    "10.0.0.1", hints={"forZones": [{"name": f"z{i}"} for i in range(9)]}
+                )
+            },
+            [("endpoints[0].hints.forZones", "FieldValueTooMany")],
+        ),
+        (
+            {
+                "endpoints": endpoints(
+                    "10.0.0.1", hints={"forZones": [{"name": "a"}, {"name": "a"}]}
+                )
+            },
+            [("endpoints[0].hints.forZones[1].name", "FieldValueDuplicate")],
+        ),
+        ({"ports": [{"name": "HTTP", "port": 80}]}, [("ports[0].name", "FieldValueInvalid")]),
+        (
+            {"ports": [{"name": "a", "port": 80}, {"name": "a", "port": 81}]},
+            [("ports[1].name", "FieldValueDuplicate")],
+        ),
+        (
+            {"ports": [{"port": 80}, {"port": 81}]},
+            [("ports[1].name", "FieldValueDuplicate")],  # two unnamed ports share the name ""
+        ),
+        (
+            {"ports": [{"port": 80, "protocol": "ICMP"}]},
+            [("ports[0].protocol", "FieldValueNotSupported")],
+        ),
+        (
+            {"ports": [{"port": 80, "appProtocol": "not valid!"}]},
+            [("ports[0].appProtocol", "FieldValueInvalid")],
+        ),
+        (
+            {"metadata": {"name": "web", "labels": {"bad key!": "v"}}},
+            [("metadata.labels", "FieldValueInvalid")],
+        ),
+        (
+            {"metadata": {"name": "web", "annotations": {"big": "x" * (256 * 1024)}}},
+            [("metadata.annotations", "FieldValueTooLong")],
+        ),
+    ],
+)
+async def test_invalid_endpoint_slices(
+    client: Client, changes: dict[str, Any], expected: list[tuple[str, str]]
+) -> None:
+    body = endpoint_slice("web")
+    for key, value in changes.items():
+        if value is None:
+            body.pop(key)
+        else:
+            body[key] = value
+    assert await post_invalid(client, body) == expected
+
+
+async def test_valid_endpoint_slices(client: Client) -> None:
+    valid = [
+        endpoint_slice(
+            "v4",
+            endpoints=endpoints(
+                "10.0.0.1", "10.0.0.2", hostname="pod-1", nodeName="node.a", zone="z"
+            ),
+        ),
+        endpoint_slice("v6", addressType="IPv6", endpoints=endpoints("fd00::1", "2001:db8::1")),
+        endpoint_slice("fqdn", addressType="FQDN", endpoints=endpoints("db.example.com")),
+        endpoint_slice("empty", endpoints=[], ports=[]),
+        endpoint_slice(
+            "many",
+            endpoints=[{"addresses": [f"10.1.{i // 250}.{i % 250 + 1}"]} for i in range(1000)],
+        ),
+    ]
+    for body in valid:
+        status, answer = await client.post(SLICES, body)
+        assert status == 201, answer
+    status, answer = await client.post(
+        SLICES, endpoint_slice("too-many", endpoints=endpoints("10.0.0.1") * 1001)
+    )
+    assert status == 422
+    assert (
+        answer["details"]["causes"][0]["message"] == "Too many: 1001: must have at most 1000 items"
+    )
+
+
+async def test_ipv6_rejects_ipv4(client: Client) -> None:
+    body = endpoint_slice("web", addressType="IPv6", endpoints=endpoints("10.0.0.1"))
+    assert await post_invalid(client, body) == [("endpoints[0].addresses[0]", "FieldValueInvalid")]
+
+
+async def test_address_type_is_immutable(emu: Emulator, client: Client) -> None:
+    _, created = await client.post(SLICES, endpoint_slice("web", endpoints=[]))
+    status, body = await client.put(f"{SLICES}/web", dict(created, addressType="IPv6"))
+    assert status == 422
+    assert body["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "IPv6": field is immutable',
+            "field": "addressType",
+        }
+    ]
+
+
+async def test_defaults_for_ports_and_conditions(client: Client) -> None:
+    status, body = await client.post(SLICES, endpoint_slice("web", ports=[{"port": 80}]))
+    assert status == 201
+    assert body["ports"] == [{"port": 80, "name": "", "protocol": "TCP"}]
+    assert body["endpoints"][0]["conditions"] == {"ready": True}
+
+
+async def test_service_validation_and_defaults(client: Client) -> None:
+    path = "/api/v1/namespaces/default/services"
+    status, body = await client.post(
+        path,
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "1bad"},
+            "spec": {"ports": [{"port": 80}]},
+        },
+    )
+    assert status == 422 and body["details"]["causes"][0]["field"] == "metadata.name"
+    status, body = await client.post(
+        path, {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "np"}, "spec": {}}
+    )
+    assert status == 422 and body["details"]["causes"][0]["field"] == "spec.ports"
+    status, body = await client.post(
+        path,
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "ok"},
+            "spec": {"ports": [{"port": 80}]},
+        },
+    )
+    assert status == 201
+    spec = body["spec"]
+    assert spec["clusterIP"] == spec["clusterIPs"][0]
+    assert spec["ipFamilies"] == ["IPv4"] and spec["ipFamilyPolicy"] == "SingleStack"
+    assert spec["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 80}]
+    status, body = await client.post(
+        path,
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "headless"},
+            "spec": {"clusterIP": "None"},
+        },
+    )
+    assert status == 201 and body["spec"]["clusterIP"] == "None"
+
+
+async def test_cluster_scoped_objects_lose_a_given_namespace(client: Client) -> None:
+    # BeforeCreate clears the namespace of cluster-scoped objects rather than rejecting it.
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n", "namespace": "default"}}
+    status, body = await client.post("/api/v1/nodes", node)
+    assert status == 201
+    assert "namespace" not in body["metadata"]
