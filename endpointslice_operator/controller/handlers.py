@@ -23,8 +23,10 @@ Nothing here raises: a malformed object is logged and skipped.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import kopf
@@ -75,6 +77,18 @@ def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return metadata if isinstance(metadata, Mapping) else {}
 
 
+@dataclass(slots=True)
+class _Relist:
+    """A re-listing in progress for one kind: what it (and any newer event) has shown so far."""
+
+    seen: set[tuple[str, str]] = field(default_factory=set)
+    last_listed: float = 0.0
+
+
+def _now() -> float:
+    return asyncio.get_running_loop().time()
+
+
 class EventRouter:
     """Applies watch events to the indexes and queues the affected Services.
 
@@ -97,8 +111,62 @@ class EventRouter:
         self.queue: ServiceQueue | None = None
         self.events_seen = 0
         self.topology_live = False
+        self.relist_tracking = False
+        """Set once the initial listing is in: later listing events (type None) mean Kopf is
+        re-listing after a 410, and objects deleted meanwhile will never get a DELETED event."""
+        self.on_relist: Callable[[str], None] | None = None
+        self._relists: dict[str, _Relist] = {}
         """Refresh topology on node events; off during the initial listing (the operator
         refreshes once when it is in), which would otherwise cost O(nodes^2)."""
+
+    # -- re-listing (Kopf emits no DELETED for objects gone while it was not watching) ------
+
+    def _note(self, kind: str, event_type: str | None, namespace: str, name: str) -> None:
+        if not self.relist_tracking:
+            return
+        relist = self._relists.get(kind)
+        if event_type is None:
+            if relist is None:
+                relist = self._relists[kind] = _Relist()
+                log.info("Kopf is re-listing %s; will verify what the listing leaves out", kind)
+                if self.on_relist is not None:
+                    self.on_relist(kind)
+            relist.seen.add((namespace, name))
+            relist.last_listed = _now()
+        elif relist is not None:
+            relist.seen.add((namespace, name))
+
+    def relist_last_listed(self, kind: str) -> float | None:
+        """Loop time of the latest listing event of a re-listing in progress, else None."""
+        relist = self._relists.get(kind)
+        return relist.last_listed if relist is not None else None
+
+    def finish_relist(self, kind: str) -> list[tuple[str, str]]:
+        """End a re-listing; returns the indexed objects it did not show (possibly gone)."""
+        relist = self._relists.pop(kind, None)
+        if relist is None:
+            return []
+        names = {
+            "services": self.indexes.services.names,
+            "pods": self.indexes.pods.names,
+            "nodes": self.indexes.nodes.names,
+            "endpointslices": self.indexes.slices.names,
+        }[kind]()
+        return [key for key in names if key not in relist.seen]
+
+    def forget(self, kind: str, namespace: str, name: str) -> None:
+        """Handle an object confirmed gone as if its DELETED event had arrived."""
+        metadata = {"namespace": namespace, "name": name}
+        if kind == "services":
+            self.on_service("DELETED", {"metadata": metadata})
+        elif kind == "pods":
+            self.on_pod("DELETED", {"metadata": metadata})
+        elif kind == "nodes":
+            self.on_node("DELETED", {"metadata": {"name": name}})
+        elif kind == "endpointslices":
+            last = self.indexes.slices.last_seen(namespace, name)
+            if last is not None:
+                self.on_slice("DELETED", last)
 
     # -- queueing helpers ------------------------------------------------------------------
 
@@ -128,6 +196,7 @@ class EventRouter:
         if not name:
             log.warning("ignoring a Service event without a name")
             return
+        self._note("services", event_type, namespace, name)
         key = service_key(namespace, name)
         if event_type == "DELETED":
             previous = self.indexes.services.remove(namespace, name)
@@ -152,6 +221,7 @@ class EventRouter:
         if not name:
             log.warning("ignoring a Pod event without a name")
             return
+        self._note("pods", event_type, namespace, name)
         if event_type == "DELETED":
             old = self.indexes.pods.remove(namespace, name)
             if old is not None:
@@ -190,10 +260,11 @@ class EventRouter:
     # -- endpoint slices ----------------------------------------------------------------------
 
     def on_slice(self, event_type: str | None, endpoint_slice: Mapping[str, Any]) -> None:
-        _, name, ref = slice_ref(endpoint_slice)
+        namespace, name, ref = slice_ref(endpoint_slice)
         if not name:
             log.warning("ignoring an EndpointSlice event without a name")
             return
+        self._note("endpointslices", event_type, namespace, name)
         managed_by = self.indexes.slices.managed_by
         if event_type == "DELETED":
             previous = self.indexes.slices.remove(endpoint_slice)
@@ -246,6 +317,7 @@ class EventRouter:
         if not name:
             log.warning("ignoring a Node event without a name")
             return
+        self._note("nodes", event_type, "", name)
         if event_type == "DELETED":
             relevant = self.indexes.nodes.remove(name) is not None
         else:

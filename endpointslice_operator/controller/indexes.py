@@ -270,6 +270,10 @@ class ServiceIndex:
                 del self._selectors[namespace]
         return entry
 
+    def names(self) -> list[tuple[str, str]]:
+        """(namespace, name) of every Service held."""
+        return [split_key(key) for key in self._entries]
+
     def selecting(self, namespace: str, labels: Mapping[str, str]) -> set[str]:
         """Keys of the managed Services in ``namespace`` whose selector matches ``labels``."""
         selectors = self._selectors.get(namespace)
@@ -339,6 +343,10 @@ class PodIndex:
                 if not names:
                     del ns.by_label[item]
 
+    def names(self) -> list[tuple[str, str]]:
+        """(namespace, name) of every pod held."""
+        return [(namespace, name) for namespace, ns in self._namespaces.items() for name in ns.pods]
+
     def select(self, namespace: str, selector: Selector) -> list[PodRecord]:
         """The pods of ``namespace`` that ``selector`` matches, in name order.
 
@@ -386,6 +394,10 @@ class NodeIndex:
 
     def all(self) -> list[dict[str, Any]]:
         return list(self._nodes.values())
+
+    def names(self) -> list[tuple[str, str]]:
+        """("", name) of every node held."""
+        return [("", name) for name in self._nodes]
 
     def subset(self, names: Iterable[str]) -> dict[str, dict[str, Any]]:
         """``{name: node}`` for the given names that exist."""
@@ -464,6 +476,26 @@ class SliceIndex:
                 if not upstream:
                     del self._upstream[previous.service]
         return previous
+
+    def names(self) -> list[tuple[str, str]]:
+        """(namespace, name) of every slice held."""
+        return list(self._refs)
+
+    def last_seen(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The slice as last seen if it is ours, else a minimal stand-in (name and labels)."""
+        ref = self._refs.get((namespace, name))
+        if ref is None:
+            return None
+        if ref.service is not None and ref.managed_by == self.managed_by:
+            found = self._ours.get(ref.service, {}).get(name)
+            if found is not None:
+                return found
+        labels: dict[str, str] = {}
+        if ref.service is not None:
+            labels[LABEL_SERVICE_NAME] = split_key(ref.service)[1]
+        if ref.managed_by is not None:
+            labels[LABEL_MANAGED_BY] = ref.managed_by
+        return {"metadata": {"namespace": namespace, "name": name, "labels": labels}}
 
     def ours(self, key: str) -> list[dict[str, Any]]:
         """Our slices of a Service, as last seen (deep-copy before changing them)."""

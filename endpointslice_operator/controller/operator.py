@@ -22,7 +22,7 @@ import copy
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Collection, Iterator, Mapping
+from collections.abc import Awaitable, Collection, Coroutine, Iterator, Mapping
 from typing import Any, cast
 
 import kopf
@@ -36,7 +36,7 @@ from endpointslice_operator.controller.indexes import Indexes
 from endpointslice_operator.controller.leader import LeaderElector
 from endpointslice_operator.controller.queue import ServiceQueue
 from endpointslice_operator.controller.sync import ServiceSyncer
-from endpointslice_operator.controller.writer import SliceWriter, raise_for_status
+from endpointslice_operator.controller.writer import ApiError, SliceWriter, raise_for_status
 from endpointslice_operator.metrics import OperatorMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
 from endpointslice_operator.reconciler.topology import TopologyCache
@@ -51,6 +51,8 @@ WATCH_SERVER_TIMEOUT = 300.0
 WATCH_CLIENT_TIMEOUT = WATCH_SERVER_TIMEOUT + 60.0
 """Give up on a watch stream the server has silently stopped serving."""
 WATCH_CONNECT_TIMEOUT = 30.0
+RELIST_QUIET_PERIOD = 2.0
+"""A re-listing counts as complete once no listing event has come for this long."""
 KOPF_WORKER_IDLE_TIMEOUT = 0.2
 KOPF_WORKER_LIMIT = 5000
 READINESS_POLL_INTERVAL = 0.05
@@ -231,6 +233,7 @@ class Operator:
         self._ready = asyncio.Event()
         self._leading = asyncio.Event()
         self._kopf_stop: asyncio.Future[None] | None = None
+        self._background: set[asyncio.Task[None]] = set()
 
     # -- public control ---------------------------------------------------------------------
 
@@ -318,8 +321,9 @@ class Operator:
             # then the watches.
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(leading_task), SHUTDOWN_TIMEOUT)
-            for task in (leading_task, readiness_task, stop_task):
+            for task in (leading_task, readiness_task, stop_task, *self._background):
                 task.cancel()
+            await asyncio.gather(*self._background, return_exceptions=True)
             if not self._kopf_stop.done():
                 self._kopf_stop.set_result(None)
             with contextlib.suppress(asyncio.TimeoutError):
@@ -361,11 +365,69 @@ class Operator:
                 await asyncio.sleep(READINESS_POLL_INTERVAL)
         router.refresh_topology()
         router.topology_live = True
+        router.on_relist = lambda kind: self._spawn(self._verify_relist(api_client, router, kind))
+        router.relist_tracking = True
         log.info("initial listings are in: %s", self.indexes.counts())
         self._ready.set()
         if self.health is not None:
             self.health.set_ready(True)
         await self._stop.wait()
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _verify_relist(self, api_client: ApiClient, router: EventRouter, kind: str) -> None:
+        """After Kopf re-lists ``kind`` (a watch that expired with 410), ask the API server
+        about every indexed object the listing did not show, and forget those that are gone.
+
+        Kopf delivers the new listing but no DELETED events for objects removed while it was
+        not watching; without this they would stay in the indexes (and in the slices) forever.
+        Only a 404 removes anything, so an early or spurious check costs reads, never data.
+        """
+        loop = asyncio.get_running_loop()
+        while True:
+            last = router.relist_last_listed(kind)
+            if last is None:
+                return
+            wait = last + RELIST_QUIET_PERIOD - loop.time()
+            if wait <= 0:
+                break
+            await asyncio.sleep(wait)
+        suspects = router.finish_relist(kind)
+        gone = 0
+        for namespace, name in suspects:
+            try:
+                exists = await self._exists(api_client, kind, namespace, name)
+            except Exception as exc:  # keep it: a later event or re-list will tell
+                log.info("could not check %s %s/%s: %s", kind, namespace, name, exc)
+                continue
+            if not exists:
+                router.forget(kind, namespace, name)
+                gone += 1
+        log.info(
+            "re-list of %s: %d object(s) not listed, %d confirmed gone", kind, len(suspects), gone
+        )
+
+    async def _exists(self, api_client: ApiClient, kind: str, namespace: str, name: str) -> bool:
+        core, discovery = CoreV1Api(api_client), DiscoveryV1Api(api_client)
+        call: Awaitable[Any]
+        if kind == "nodes":
+            call = core.read_node(name, _preload_content=False)
+        elif kind == "pods":
+            call = core.read_namespaced_pod(name, namespace, _preload_content=False)
+        elif kind == "services":
+            call = core.read_namespaced_service(name, namespace, _preload_content=False)
+        else:
+            call = discovery.read_namespaced_endpoint_slice(name, namespace, _preload_content=False)
+        try:
+            await raise_for_status(await call)
+        except ApiError as exc:
+            if exc.not_found:
+                return False
+            raise
+        return True
 
     async def _count(self, api_client: ApiClient, kind: str) -> int:
         """How many objects of ``kind`` the API server holds in the watched scope now."""

@@ -107,3 +107,24 @@ async def test_conflict_on_update_is_retried_until_it_converges() -> None:
             await eventually(
                 lambda: conditions(emu, "web")["10.1.0.1"] == (False, False, False), timeout=30
             )
+
+
+async def test_pod_deleted_while_kopf_relists_after_410_is_not_a_ghost() -> None:
+    # Pod watches are cut every 3 s and resumed from their resourceVersion (no harm so far).
+    drops = FaultConfig(watch_drop_seconds=3.0, fault_resources={"pods"})
+    async with run_emulator(faults=drops, seed=7) as emu:
+        cluster(emu)
+        service(emu, "web", selector={"app": "web"})
+        pod(emu, "web-0", "10.1.0.1")
+        pod(emu, "web-1", "10.1.0.2")
+        async with running_operator(emu) as op:
+            await eventually(lambda: addresses(emu, "web") == {"10.1.0.1", "10.1.0.2"})
+            await settle(op)
+            # The next resume gets 410 Gone: Kopf backs off, then re-lists.
+            emu.faults.gone_rate = 1.0
+            await eventually(lambda: emu.faults_injected["gone"] >= 1, interval=0.01)
+            # Deleted while nobody watches: the re-list will not show it, and no DELETED comes.
+            emu.store.delete("pods", "e2e", "web-1")
+            emu.faults.gone_rate = 0.0
+            await eventually(lambda: addresses(emu, "web") == {"10.1.0.1"}, timeout=30)
+            assert op.indexes.pods.get("e2e", "web-1") is None
