@@ -218,6 +218,12 @@ _GETTERS: dict[str, Callable[[JSON], str]] = {
 }
 
 
+_INDEXED: dict[str, tuple[tuple[str, Callable[[JSON], str]], ...]] = {
+    plural: tuple((field, _GETTERS.get(field) or _path_getter(field)) for field in fields)
+    for plural, fields in _EXTRA_FIELDS.items()
+}
+
+
 @dataclass(frozen=True)
 class FieldRequirement:
     field: str
@@ -240,6 +246,19 @@ class FieldSelector:
 
     def matches(self, obj: JSON) -> bool:
         return all(r.matches(obj) for r in self.requirements)
+
+    def matches_indexed(self, name: str, namespace: str, fields: Mapping[str, str]) -> bool:
+        """Match a stored object by its name, namespace and :func:`indexed_fields`."""
+        for r in self.requirements:
+            if r.field == "metadata.name":
+                have = name
+            elif r.field == "metadata.namespace":
+                have = namespace
+            else:
+                have = fields.get(r.field, "")
+            if (have == r.value) != (r.operator == "="):
+                return False
+        return True
 
     def exact(self, field: str) -> str | None:
         """The value required by ``field=value``, if the selector has one (for indexing)."""
@@ -268,6 +287,16 @@ def _split_unescaped(text: str, sep: str) -> list[str]:
 
 def _unescape(value: str) -> str:
     return re.sub(r"\\(.)", r"\1", value)
+
+
+def indexed_fields(plural: str, obj: JSON) -> dict[str, str]:
+    """The non-empty values of the selectable fields of ``obj`` besides name and namespace."""
+    values = {}
+    for field, getter in _INDEXED.get(plural, ()):
+        value = getter(obj)
+        if value:
+            values[field] = value
+    return values
 
 
 def parse_field_selector(text: str | None, plural: str) -> FieldSelector:

@@ -6,6 +6,7 @@ invalid write fails in tests with the text a real cluster would return.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import re
@@ -21,6 +22,7 @@ DNS1123_SUBDOMAIN_MAX = 253
 LABEL_VALUE_MAX = 63
 QUALIFIED_NAME_MAX = 63
 TOTAL_ANNOTATION_SIZE = 256 * 1024
+CACHE_SIZE = 65536  # names and label values repeat a lot; their checks are pure
 
 MAX_ENDPOINTS = 1000
 MAX_ADDRESSES = 100
@@ -50,6 +52,11 @@ def _max_len(limit: int) -> str:
 
 
 def dns1123_label_errors(value: str) -> list[str]:
+    return list(_dns1123_label_errors(value))
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _dns1123_label_errors(value: str) -> tuple[str, ...]:
     errors = []
     if len(value) > DNS1123_LABEL_MAX:
         errors.append(_max_len(DNS1123_LABEL_MAX))
@@ -59,10 +66,15 @@ def dns1123_label_errors(value: str) -> list[str]:
             "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
             f"'123-abc', regex used for validation is '{_LABEL_FMT}')"
         )
-    return errors
+    return tuple(errors)
 
 
 def dns1123_subdomain_errors(value: str) -> list[str]:
+    return list(_dns1123_subdomain_errors(value))
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _dns1123_subdomain_errors(value: str) -> tuple[str, ...]:
     errors = []
     if len(value) > DNS1123_SUBDOMAIN_MAX:
         errors.append(_max_len(DNS1123_SUBDOMAIN_MAX))
@@ -72,10 +84,15 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
             "'-' or '.', and must start and end with an alphanumeric character (e.g. "
             f"'example.com', regex used for validation is '{_SUBDOMAIN_FMT}')"
         )
-    return errors
+    return tuple(errors)
 
 
 def dns1035_label_errors(value: str) -> list[str]:
+    return list(_dns1035_label_errors(value))
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _dns1035_label_errors(value: str) -> tuple[str, ...]:
     errors = []
     if len(value) > DNS1123_LABEL_MAX:
         errors.append(_max_len(DNS1123_LABEL_MAX))
@@ -85,7 +102,7 @@ def dns1035_label_errors(value: str) -> list[str]:
             "with an alphabetic character, and end with an alphanumeric character (e.g. "
             f"'my-name',  or 'abc-123', regex used for validation is '{_DNS1035_FMT}')"
         )
-    return errors
+    return tuple(errors)
 
 
 NAME_RULES: dict[str, Callable[[str], list[str]]] = {
@@ -96,6 +113,11 @@ NAME_RULES: dict[str, Callable[[str], list[str]]] = {
 
 
 def qualified_name_errors(value: str) -> list[str]:
+    return list(_qualified_name_errors(value))
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _qualified_name_errors(value: str) -> tuple[str, ...]:
     """IsQualifiedName: an optional DNS-subdomain prefix, a slash, and a name part."""
     errors: list[str] = []
     parts = value.split("/")
@@ -106,14 +128,14 @@ def qualified_name_errors(value: str) -> list[str]:
         if not prefix:
             errors.append("prefix part must be non-empty")
         else:
-            errors.extend("prefix part " + msg for msg in dns1123_subdomain_errors(prefix))
+            errors.extend("prefix part " + msg for msg in _dns1123_subdomain_errors(prefix))
     else:
-        return [
+        return (
             "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must "
             "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
             f"'123-abc', regex used for validation is '{_QUALIFIED_FMT}') with an optional DNS "
-            "subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
+            "subdomain prefix and '/' (e.g. 'example.com/MyName')",
+        )
     if not name:
         errors.append("name part must be non-empty")
     elif len(name) > QUALIFIED_NAME_MAX:
@@ -124,7 +146,7 @@ def qualified_name_errors(value: str) -> list[str]:
             "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
             f"'123-abc', regex used for validation is '{_QUALIFIED_FMT}')"
         )
-    return errors
+    return tuple(errors)
 
 
 def label_key_errors(key: str) -> list[str]:
@@ -132,6 +154,11 @@ def label_key_errors(key: str) -> list[str]:
 
 
 def label_value_errors(value: str) -> list[str]:
+    return list(_label_value_errors(value))
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _label_value_errors(value: str) -> tuple[str, ...]:
     errors = []
     if len(value) > LABEL_VALUE_MAX:
         errors.append(_max_len(LABEL_VALUE_MAX))
@@ -141,7 +168,7 @@ def label_value_errors(value: str) -> list[str]:
             "'_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  "
             f"or 'my_value',  or '12345', regex used for validation is '{_LABEL_VALUE_FMT}')"
         )
-    return errors
+    return tuple(errors)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -341,39 +368,40 @@ def validate_object_meta(
 # EndpointSlices (discovery.k8s.io/v1)
 
 
-def _ip_errors(path: str, address: str, version: int) -> list[Cause]:
+_LINK_LOCAL_MULTICAST = {
+    4: ipaddress.ip_network("224.0.0.0/24"),
+    6: ipaddress.ip_network("ff02::/16"),
+}
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def ip_address_error(address: str, version: int) -> str | None:
+    """Why ``address`` is not a valid, non-special IPv4/IPv6 address (None when it is).
+
+    IsValidIPv4Address/IsValidIPv6Address plus ValidateNonSpecialIP, as for EndpointSlices.
+    """
     try:
         ip: ipaddress.IPv4Address | ipaddress.IPv6Address = (
             ipaddress.IPv4Address(address) if version == 4 else ipaddress.IPv6Address(address)
         )
     except ValueError:
-        return [invalid_value(path, address, f"must be a valid IPv{version} address")]
+        return f"must be a valid IPv{version} address"
     if isinstance(ip, ipaddress.IPv6Address) and (ip.ipv4_mapped is not None or "%" in address):
-        return [invalid_value(path, address, "must be a valid IPv6 address")]
+        return "must be a valid IPv6 address"
     if ip.is_unspecified:
-        return [invalid_value(path, address, "may not be unspecified (0.0.0.0, ::)")]
+        return "may not be unspecified (0.0.0.0, ::)"
     if ip.is_loopback:
-        return [
-            invalid_value(path, address, "may not be in the loopback range (127.0.0.0/8, ::1/128)")
-        ]
+        return "may not be in the loopback range (127.0.0.0/8, ::1/128)"
     if ip.is_link_local:
-        return [
-            invalid_value(
-                path, address, "may not be in the link-local range (169.254.0.0/16, fe80::/10)"
-            )
-        ]
-    link_local_multicast = (
-        ipaddress.ip_network("224.0.0.0/24") if version == 4 else ipaddress.ip_network("ff02::/16")
-    )
-    if ip in link_local_multicast:
-        return [
-            invalid_value(
-                path,
-                address,
-                "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)",
-            )
-        ]
-    return []
+        return "may not be in the link-local range (169.254.0.0/16, fe80::/10)"
+    if ip in _LINK_LOCAL_MULTICAST[version]:
+        return "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)"
+    return None
+
+
+def _ip_errors(path: str, address: str, version: int) -> list[Cause]:
+    error = ip_address_error(address, version)
+    return [] if error is None else [invalid_value(path, address, error)]
 
 
 def _fqdn_errors(path: str, address: str) -> list[Cause]:
