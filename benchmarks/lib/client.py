@@ -1,0 +1,175 @@
+"""The load generator's side: readiness flips over HTTP, slice watches, latency bookkeeping.
+
+A flip is a JSON merge patch of the pod's ``status`` subresource (what a kubelet's status
+update amounts to). A flip counts as propagated when a watch on EndpointSlices (filtered by
+managed-by label) delivers a slice in which the pod's endpoint has the new ``ready`` value; the
+latency is from just before the patch is sent to the moment that event is decoded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+__all__ = [
+    "LatencyTracker",
+    "SliceWatch",
+    "flip_ready",
+    "percentile",
+    "slice_watch",
+]
+
+SLICES_PATH = "/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices"
+POD_STATUS_PATH = "/api/v1/namespaces/{namespace}/pods/{name}/status"
+LABEL_MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """The nearest-rank percentile (``share`` in 0..1) of ``values``."""
+    if not values:
+        raise ValueError("no values")
+    ordered = sorted(values)
+    rank = max(1, math.ceil(share * len(ordered)))
+    return ordered[rank - 1]
+
+
+async def flip_ready(
+    session: aiohttp.ClientSession, url: str, namespace: str, name: str, ready: bool
+) -> None:
+    """Set the pod's Ready condition (and its transition time) with a status merge patch."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    body = {
+        "status": {
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True" if ready else "False",
+                    "lastTransitionTime": now,
+                }
+            ]
+        }
+    }
+    async with session.patch(
+        url + POD_STATUS_PATH.format(namespace=namespace, name=name),
+        data=json.dumps(body),
+        headers={"Content-Type": "application/merge-patch+json"},
+    ) as response:
+        if response.status >= 400:
+            raise RuntimeError(f"flip of {name} failed: {response.status} {await response.text()}")
+        await response.read()
+
+
+@dataclass(slots=True)
+class LatencyTracker:
+    """Pods waiting for their new readiness to show in a slice, and the latencies seen."""
+
+    pending: dict[str, tuple[bool, float]] = field(default_factory=dict)
+    latencies: list[float] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def expect(self, pod: str, ready: bool) -> None:
+        self.pending[pod] = (ready, time.perf_counter())
+
+    def observe(self, endpoint_slice: dict[str, Any]) -> None:
+        if not self.pending:
+            return
+        now = time.perf_counter()
+        for endpoint in endpoint_slice.get("endpoints") or ():
+            name = (endpoint.get("targetRef") or {}).get("name")
+            wanted = self.pending.get(name) if isinstance(name, str) else None
+            if wanted is None or not isinstance(name, str):
+                continue
+            ready = bool((endpoint.get("conditions") or {}).get("ready"))
+            if ready == wanted[0]:
+                del self.pending[name]
+                self.latencies.append(now - wanted[1])
+                self.changed.set()
+
+    async def wait_drained(self, timeout: float) -> None:
+        """Wait until nothing is pending, at most ``timeout`` seconds."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while self.pending:
+                    self.changed.clear()
+                    await self.changed.wait()
+
+
+@dataclass(slots=True)
+class SliceWatch:
+    """A running watch on the slices of one managed-by label, feeding ``on_slice``."""
+
+    events: int = 0
+
+
+async def _list_version(session: aiohttp.ClientSession, url: str, selector: str) -> str:
+    async with session.get(url, params={"labelSelector": selector, "limit": "1"}) as response:
+        response.raise_for_status()
+        body = await response.json()
+    return str(body["metadata"]["resourceVersion"])
+
+
+async def _stream(
+    session: aiohttp.ClientSession,
+    url: str,
+    selector: str,
+    version: str,
+    on_slice: Callable[[dict[str, Any]], None],
+    stats: SliceWatch,
+    started: asyncio.Event,
+) -> None:
+    params = {
+        "watch": "1",
+        "labelSelector": selector,
+        "resourceVersion": version,
+        "allowWatchBookmarks": "false",
+    }
+    timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
+    async with session.get(url, params=params, timeout=timeout) as response:
+        response.raise_for_status()
+        started.set()
+        async for line in response.content:
+            if not line.strip():
+                continue
+            event = json.loads(line)
+            stats.events += 1
+            if event.get("type") in ("ADDED", "MODIFIED"):
+                on_slice(event["object"])
+
+
+@contextlib.asynccontextmanager
+async def slice_watch(
+    session: aiohttp.ClientSession,
+    url: str,
+    namespace: str,
+    managed_by: str,
+    on_slice: Callable[[dict[str, Any]], None],
+) -> AsyncIterator[SliceWatch]:
+    """Watch the namespace's slices managed by ``managed_by`` from now on, while in the block."""
+    slices_url = url + SLICES_PATH.format(namespace=namespace)
+    selector = f"{LABEL_MANAGED_BY}={managed_by}"
+    version = await _list_version(session, slices_url, selector)
+    stats = SliceWatch()
+    started = asyncio.Event()
+    task = asyncio.create_task(
+        _stream(session, slices_url, selector, version, on_slice, stats, started)
+    )
+    try:
+        waiter = asyncio.create_task(started.wait())
+        await asyncio.wait({task, waiter}, timeout=30, return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+        if task.done():
+            task.result()
+            raise RuntimeError("the slice watch ended at once")
+        yield stats
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
