@@ -79,9 +79,16 @@ def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 @dataclass(slots=True)
 class _Relist:
-    """A re-listing in progress for one kind: what it (and any newer event) has shown so far."""
+    """Re-listings in progress for one kind.
 
-    seen: set[tuple[str, str]] = field(default_factory=set)
+    ``listed`` holds, per object, the number of the listing that last showed it (or of the
+    listing current when a watch event last showed it). A listing event for an object already
+    shown by the current listing means a newer listing has begun (Kopf lists again after each
+    410), so objects deleted between two re-listings are not taken for present.
+    """
+
+    generation: int = 0
+    listed: dict[tuple[str, str], int] = field(default_factory=dict)
     last_listed: float = 0.0
 
 
@@ -125,37 +132,60 @@ class EventRouter:
         if not self.relist_tracking:
             return
         relist = self._relists.get(kind)
+        key = (namespace, name)
         if event_type is None:
             if relist is None:
                 relist = self._relists[kind] = _Relist()
                 log.info("Kopf is re-listing %s; will verify what the listing leaves out", kind)
                 if self.on_relist is not None:
                     self.on_relist(kind)
-            relist.seen.add((namespace, name))
+            elif relist.listed.get(key) == relist.generation:
+                relist.generation += 1
+            relist.listed[key] = relist.generation
             relist.last_listed = _now()
         elif relist is not None:
-            relist.seen.add((namespace, name))
+            relist.listed[key] = relist.generation
 
     def relist_last_listed(self, kind: str) -> float | None:
         """Loop time of the latest listing event of a re-listing in progress, else None."""
         relist = self._relists.get(kind)
         return relist.last_listed if relist is not None else None
 
-    def finish_relist(self, kind: str) -> list[tuple[str, str]]:
-        """End a re-listing; returns the indexed objects it did not show (possibly gone)."""
+    def finish_relist(self, kind: str) -> list[tuple[str, str, object]]:
+        """End a re-listing; returns the indexed objects the latest listing did not show, each
+        as (namespace, name, the index entry now held) for :meth:`forget`."""
         relist = self._relists.pop(kind, None)
         if relist is None:
             return []
-        names = {
-            "services": self.indexes.services.names,
-            "pods": self.indexes.pods.names,
-            "nodes": self.indexes.nodes.names,
-            "endpointslices": self.indexes.slices.names,
-        }[kind]()
-        return [key for key in names if key not in relist.seen]
+        return [
+            (namespace, name, self._entry(kind, namespace, name))
+            for namespace, name in self._names(kind)
+            if relist.listed.get((namespace, name), -1) < relist.generation
+        ]
 
-    def forget(self, kind: str, namespace: str, name: str) -> None:
-        """Handle an object confirmed gone as if its DELETED event had arrived."""
+    def _names(self, kind: str) -> list[tuple[str, str]]:
+        if kind == "services":
+            return self.indexes.services.names()
+        if kind == "pods":
+            return self.indexes.pods.names()
+        if kind == "nodes":
+            return self.indexes.nodes.names()
+        return self.indexes.slices.names()
+
+    def _entry(self, kind: str, namespace: str, name: str) -> object:
+        if kind == "services":
+            return self.indexes.services.get(service_key(namespace, name))
+        if kind == "pods":
+            return self.indexes.pods.get(namespace, name)
+        if kind == "nodes":
+            return self.indexes.nodes.get(name)
+        return self.indexes.slices.ref(namespace, name)
+
+    def forget(self, kind: str, namespace: str, name: str, entry: object) -> None:
+        """Handle an object confirmed gone as if its DELETED event had arrived; nothing happens
+        if the index has meanwhile seen a newer object under that name."""
+        if entry is None or self._entry(kind, namespace, name) is not entry:
+            return
         metadata = {"namespace": namespace, "name": name}
         if kind == "services":
             self.on_service("DELETED", {"metadata": metadata})
@@ -163,7 +193,7 @@ class EventRouter:
             self.on_pod("DELETED", {"metadata": metadata})
         elif kind == "nodes":
             self.on_node("DELETED", {"metadata": {"name": name}})
-        elif kind == "endpointslices":
+        else:
             last = self.indexes.slices.last_seen(namespace, name)
             if last is not None:
                 self.on_slice("DELETED", last)

@@ -481,6 +481,9 @@ class SliceIndex:
         """(namespace, name) of every slice held."""
         return list(self._refs)
 
+    def ref(self, namespace: str, name: str) -> SliceRef | None:
+        return self._refs.get((namespace, name))
+
     def last_seen(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The slice as last seen if it is ours, else a minimal stand-in (name and labels)."""
         ref = self._refs.get((namespace, name))

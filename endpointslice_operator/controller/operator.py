@@ -397,14 +397,14 @@ class Operator:
             await asyncio.sleep(wait)
         suspects = router.finish_relist(kind)
         gone = 0
-        for namespace, name in suspects:
+        for namespace, name, entry in suspects:
             try:
                 exists = await self._exists(api_client, kind, namespace, name)
             except Exception as exc:  # keep it: a later event or re-list will tell
                 log.info("could not check %s %s/%s: %s", kind, namespace, name, exc)
                 continue
             if not exists:
-                router.forget(kind, namespace, name)
+                router.forget(kind, namespace, name, entry)
                 gone += 1
         log.info(
             "re-list of %s: %d object(s) not listed, %d confirmed gone", kind, len(suspects), gone

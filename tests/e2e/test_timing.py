@@ -18,6 +18,7 @@ from tests.e2e.harness import (
     service,
     set_ready,
     settle,
+    slices,
     writes,
 )
 
@@ -128,3 +129,36 @@ async def test_pod_deleted_while_kopf_relists_after_410_is_not_a_ghost() -> None
             emu.faults.gone_rate = 0.0
             await eventually(lambda: addresses(emu, "web") == {"10.1.0.1"}, timeout=30)
             assert op.indexes.pods.get("e2e", "web-1") is None
+
+
+@pytest.mark.chaos
+async def test_converges_exactly_after_a_storm_of_faults() -> None:
+    storm = FaultConfig(
+        fail_rate=0.3,
+        conflict_rate=0.2,
+        watch_drop_seconds=2.0,
+        gone_rate=0.5,
+        fault_resources={"endpointslices", "pods"},
+        fault_verbs={"create", "update", "delete"},
+    )
+    async with run_emulator(faults=storm, seed=11) as emu:
+        cluster(emu)
+        service(emu, "web", selector={"app": "web"})
+        for i in range(20):
+            pod(emu, f"web-{i}", f"10.1.0.{i + 1}")
+        async with running_operator(emu) as op:
+            for step in range(6):
+                await asyncio.sleep(1.0)
+                for i in range(step * 30, step * 30 + 30):
+                    pod(emu, f"web-{20 + i}", f"10.2.{i // 200}.{i % 200 + 1}")
+                for i in range(step * 3, step * 3 + 3):
+                    emu.store.delete("pods", "e2e", f"web-{i}")
+                set_ready(emu, f"web-{20 + step}", False)
+            emu.faults = FaultConfig()
+            expected = {p["status"]["podIPs"][0]["ip"] for p in emu.store.list("pods", "e2e")}
+            await eventually(lambda: addresses(emu, "web") == expected, timeout=120)
+            await settle(op)
+            not_ready = {a for a, c in conditions(emu, "web").items() if not c[0]}
+            assert not_ready == {f"10.2.0.{i + 1}" for i in range(6)}  # web-20 .. web-25
+            sizes = [len(s["endpoints"]) for s in slices(emu, "web")]
+            assert sum(sizes) == len(expected) and max(sizes) <= 100
