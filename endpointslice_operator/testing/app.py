@@ -8,7 +8,7 @@ import binascii
 import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,12 @@ DEFAULT_WATCH_TIMEOUT = 1800.0  # kube-apiserver's --min-request-timeout
 RETURNS_DELETED_OBJECT = frozenset({"pods"})
 NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 TRUE = ("true", "1")
+CREATED_NAME = "emulator.created_name"
+CONTINUE_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You can "
+    "start a new list without the continue parameter, or use the continue token in this "
+    "response to retrieve the remainder of the results."
+)
 NAMESPACE_MISMATCH = (
     "the namespace of the provided object does not match the namespace sent on the request"
 )
@@ -114,16 +120,11 @@ class ApiApp:
         info = target.info
 
         def record(code: int) -> None:
+            name = request.get(CREATED_NAME, target.name)
             self._record(
-                verb,
-                info.plural,
-                info.group,
-                target.subresource,
-                target.namespace or "",
-                target.name,
-                code,
-                path,
-            )
+                verb, info.plural, info.group, target.subresource,
+                target.namespace or "", name, code, path,
+            )  # fmt: skip
 
         try:
             delay = self.injector.latency_for(verb, info.plural, info.group)
@@ -257,6 +258,7 @@ class ApiApp:
             body = await self._body(request)
             self._check_body_namespace(info, ns, body)
             result = self.store.api_create(info, body, dry_run=dry_run)
+            request[CREATED_NAME] = body["metadata"]["name"]  # for the request log
             return json_response(result.raw, 201)
         if not name:
             if verb == "deletecollection":
@@ -382,30 +384,31 @@ class ApiApp:
                 limit = max(0, int(limit_text))
             except ValueError:
                 raise bad_request(f"limit must be an integer: {limit_text!r}")
-        after: tuple[str, str] | None = None
-        list_rv = self.store.resource_version
+        items: Iterator[tuple[tuple[str, str], bytes]]
         token = query.get("continue")
         if token:
             list_rv, after = _decode_continue(token)
             try:
                 self.store.check_not_compacted(info, list_rv)
             except ApiError:
-                raise expired(
-                    "The provided continue parameter is too old to display a consistent list "
-                    "result. You can start a new list without the continue parameter, or use "
-                    "the continue token in this response to retrieve the remainder of the results."
-                )
-        items = self.store.iter_stored(info, target.namespace, labels, fields, after=after)
+                raise expired(CONTINUE_EXPIRED)
+            items = self.store.iter_at(info, list_rv, target.namespace, labels, fields, after=after)
+        else:
+            list_rv = self.store.resource_version
+            items = (
+                (key, stored.raw)
+                for key, stored in self.store.iter_stored(info, target.namespace, labels, fields)
+            )
         raws: list[bytes] = []
         metadata: JSON = {"resourceVersion": str(list_rv)}
         last_key: tuple[str, str] | None = None
-        for key, stored in items:
+        for key, raw in items:
             if limit and len(raws) == limit:
                 remaining = 1 + sum(1 for _ in items)
                 metadata["continue"] = _encode_continue(list_rv, *(last_key or key))
                 metadata["remainingItemCount"] = remaining
                 break
-            raws.append(stored.raw)
+            raws.append(raw)
             last_key = key
         head = encode(
             {"kind": info.list_kind, "apiVersion": info.api_version, "metadata": metadata}
@@ -532,6 +535,3 @@ class ApiApp:
         finally:
             self.store.unwatch(watcher)
         return response
-
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -78,3 +78,10 @@ async def test_request_log_counts_verbs(emu: Emulator, client: Client) -> None:
     assert emu.requests.count(verb="list", resource="endpointslices") == 1
     emu.requests.clear()
     assert emu.requests.count() == 0
+
+
+async def test_request_log_names_created_objects(emu: Emulator, client: Client) -> None:
+    _, body = await client.post(SLICES, endpoint_slice())
+    generated = body["metadata"]["name"]
+    [record] = emu.requests.filter(verb="create")
+    assert (record.name, record.namespace, record.code) == (generated, "default", 201)

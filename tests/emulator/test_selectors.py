@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import aiohttp
 import pytest
 
-from endpointslice_operator.testing import Emulator
+from endpointslice_operator.testing import Emulator, run_emulator
 from endpointslice_operator.testing.errors import ApiError
 from endpointslice_operator.testing.selectors import (
     parse_field_selector,
@@ -158,3 +159,40 @@ async def test_limit_and_continue_page_through_a_consistent_version(
     assert names == [f"s{i}" for i in range(5)]
     status, _ = await client.get(SLICES, limit="2", **{"continue": "garbage!"})
     assert status == 400
+
+
+async def test_continued_pages_show_the_first_page_version(emu: Emulator, client: Client) -> None:
+    for index in range(4):
+        emu.store.create(endpoint_slice(f"s{index}", metadata={"labels": {"keep": "yes"}}))
+    status, page = await client.get(SLICES, limit="2", labelSelector="keep=yes")
+    assert [i["metadata"]["name"] for i in page["items"]] == ["s0", "s1"]
+    before = emu.store.get("endpointslices", "default", "s2")
+    emu.store.patch("endpointslices", "default", "s2", {"metadata": {"labels": {"keep": "no"}}})
+    emu.store.delete("endpointslices", "default", "s3")
+    emu.store.create(endpoint_slice("s4", metadata={"labels": {"keep": "yes"}}))
+    status, rest = await client.get(
+        SLICES, limit="10", labelSelector="keep=yes", **{"continue": page["metadata"]["continue"]}
+    )
+    assert status == 200
+    assert [i["metadata"]["name"] for i in rest["items"]] == ["s2", "s3"]
+    assert rest["items"][0] == before
+    assert "continue" not in rest["metadata"]
+
+
+async def test_continue_after_the_history_is_gone_is_expired(client: Client) -> None:
+    async with run_emulator(history_size=2) as emu:
+        async with aiohttp.ClientSession() as session:
+            other = Client(session, emu.url)
+            for index in range(3):
+                emu.store.create(endpoint_slice(f"s{index}"))
+            _, page = await other.get(SLICES, limit="1")
+            for index in range(3):
+                emu.store.patch(
+                    "endpointslices", "default", f"s{index}", {"metadata": {"labels": {"x": "1"}}}
+                )
+            status, body = await other.get(
+                SLICES, limit="1", **{"continue": page["metadata"]["continue"]}
+            )
+    assert status == 410
+    assert body["reason"] == "Expired"
+    assert body["message"].startswith("The provided continue parameter is too old")
