@@ -35,7 +35,7 @@ DEFAULT_WATCH_TIMEOUT = 1800.0  # kube-apiserver's --min-request-timeout
 RETURNS_DELETED_OBJECT = frozenset({"pods"})
 NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 TRUE = ("true", "1")
-CREATED_NAME = "emulator.created_name"
+CREATED_NAME = web.RequestKey("emulator_created_name", str)
 CONTINUE_EXPIRED = (
     "The provided continue parameter is too old to display a consistent list result. You can "
     "start a new list without the continue parameter, or use the continue token in this "
