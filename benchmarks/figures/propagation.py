@@ -24,18 +24,16 @@ from ..figure import Figure
 from ..lib import minimal_controller
 from ..lib.client import LatencyTracker, flip_ready, percentile, slice_watch
 from ..lib.cluster import MANAGED_BY, Scenario
-from ..lib.probes import wait_quiet
+from ..lib.probes import wait_quiet, wait_slices
 from ..lib.processes import (
     EmulatorHandle,
     emulator_process,
-    get_json,
     minimal_controller_process,
     operator_process,
 )
 
 DRAIN_TIMEOUT = 15.0
 """How long the last flips may take to show before they count as lost."""
-SLICES_TIMEOUT = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,16 +77,6 @@ class FlipSource:
         return pod, ready
 
 
-async def _wait_slices(session: aiohttp.ClientSession, control: str, count: int) -> None:
-    deadline = time.monotonic() + SLICES_TIMEOUT
-    while time.monotonic() < deadline:
-        found = await get_json(session, f"{control}/slices?managed_by={MANAGED_BY}")
-        if found["count"] >= count:
-            return
-        await asyncio.sleep(0.1)
-    raise TimeoutError(f"the operator did not create {count} slices in {SLICES_TIMEOUT} s")
-
-
 async def measure(
     session: aiohttp.ClientSession,
     emulator: EmulatorHandle,
@@ -126,7 +114,7 @@ async def run(mode: str, workdir: Path) -> list[Figure]:
         emulator_process(scenario, workdir) as emulator,
     ):
         async with operator_process(emulator.kubeconfig):
-            await _wait_slices(session, emulator.control, scenario.services)
+            await wait_slices(session, emulator.control, MANAGED_BY, scenario.services)
             await wait_quiet(session, emulator.control, quiet=0.5)
             ours = await measure(session, emulator, load, source, MANAGED_BY)
         async with minimal_controller_process(emulator.url, scenario.namespace):

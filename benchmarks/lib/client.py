@@ -22,13 +22,18 @@ import aiohttp
 __all__ = [
     "LatencyTracker",
     "SliceWatch",
+    "create_pod",
+    "delete_pod",
     "flip_ready",
+    "patch_status",
     "percentile",
+    "ready_condition",
     "slice_watch",
 ]
 
 SLICES_PATH = "/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices"
-POD_STATUS_PATH = "/api/v1/namespaces/{namespace}/pods/{name}/status"
+PODS_PATH = "/api/v1/namespaces/{namespace}/pods"
+POD_STATUS_PATH = PODS_PATH + "/{name}/status"
 LABEL_MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
 
 
@@ -41,30 +46,58 @@ def percentile(values: Sequence[float], share: float) -> float:
     return ordered[rank - 1]
 
 
+async def _check(response: aiohttp.ClientResponse, what: str) -> None:
+    if response.status >= 400:
+        raise RuntimeError(f"{what} failed: {response.status} {await response.text()}")
+    await response.read()
+
+
+def ready_condition(ready: bool) -> dict[str, str]:
+    """A Ready condition that changed now."""
+    return {
+        "type": "Ready",
+        "status": "True" if ready else "False",
+        "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+async def patch_status(
+    session: aiohttp.ClientSession, url: str, namespace: str, name: str, status: dict[str, Any]
+) -> None:
+    """A JSON merge patch of the pod's status subresource (lists are replaced whole)."""
+    async with session.patch(
+        url + POD_STATUS_PATH.format(namespace=namespace, name=name),
+        data=json.dumps({"status": status}),
+        headers={"Content-Type": "application/merge-patch+json"},
+    ) as response:
+        await _check(response, f"status patch of {name}")
+
+
 async def flip_ready(
     session: aiohttp.ClientSession, url: str, namespace: str, name: str, ready: bool
 ) -> None:
-    """Set the pod's Ready condition (and its transition time) with a status merge patch."""
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    body = {
-        "status": {
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True" if ready else "False",
-                    "lastTransitionTime": now,
-                }
-            ]
-        }
-    }
-    async with session.patch(
-        url + POD_STATUS_PATH.format(namespace=namespace, name=name),
+    """Set the pod's Ready condition (and its transition time)."""
+    await patch_status(session, url, namespace, name, {"conditions": [ready_condition(ready)]})
+
+
+async def create_pod(session: aiohttp.ClientSession, url: str, body: dict[str, Any]) -> None:
+    """POST a pod (the API server resets its status to Pending, as for any client)."""
+    namespace = body["metadata"]["namespace"]
+    async with session.post(
+        url + PODS_PATH.format(namespace=namespace),
         data=json.dumps(body),
-        headers={"Content-Type": "application/merge-patch+json"},
+        headers={"Content-Type": "application/json"},
     ) as response:
-        if response.status >= 400:
-            raise RuntimeError(f"flip of {name} failed: {response.status} {await response.text()}")
-        await response.read()
+        await _check(response, f"creation of {body['metadata']['name']}")
+
+
+async def delete_pod(session: aiohttp.ClientSession, url: str, namespace: str, name: str) -> None:
+    """DELETE a pod with no grace period (it is gone at once)."""
+    async with session.delete(
+        f"{url}{PODS_PATH.format(namespace=namespace)}/{name}",
+        params={"gracePeriodSeconds": "0"},
+    ) as response:
+        await _check(response, f"deletion of {name}")
 
 
 @dataclass(slots=True)

@@ -10,7 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from .processes import get_json
 
-__all__ = ["metric", "slice_writes", "wait_quiet"]
+__all__ = ["metric", "slice_writes", "wait_quiet", "wait_slices"]
 
 
 async def slice_writes(session: aiohttp.ClientSession, control: str) -> int:
@@ -55,3 +55,22 @@ async def wait_quiet(
         if current != last:
             last, still_since = current, time.monotonic()
     return last
+
+
+async def wait_slices(
+    session: aiohttp.ClientSession,
+    control: str,
+    managed_by: str,
+    count: int,
+    *,
+    timeout: float = 600.0,
+) -> None:
+    """Wait until at least ``count`` EndpointSlices are managed by ``managed_by``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = await get_json(session, f"{control}/slices?managed_by={managed_by}")
+        if found["count"] >= count:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{found['count']} of {count} slices after {timeout} s")
+        await asyncio.sleep(0.1)
