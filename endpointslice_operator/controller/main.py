@@ -9,6 +9,8 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from kubernetes_asyncio.config import ConfigException
+
 from endpointslice_operator.controller.operator import Operator
 from endpointslice_operator.logging_setup import configure_logging
 from endpointslice_operator.settings import Settings, SettingsError, load_settings
@@ -40,6 +42,11 @@ def main(argv: Sequence[str]) -> int:
         asyncio.run(_run(settings))
     except KeyboardInterrupt:
         pass
+    except ConfigException as exc:
+        log.error(
+            "cannot configure the Kubernetes client (--kubeconfig, in-cluster, ~/.kube): %s", exc
+        )
+        return 1
     except Exception:
         log.exception("the operator failed")
         return 1

@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +61,24 @@ async def test_run_command_serves_and_stops_on_sigterm() -> None:
             process.send_signal(signal.SIGTERM)
             _, stderr = await asyncio.wait_for(process.communicate(), 30)
         assert process.returncode == 0, stderr.decode()[-2000:]
+
+
+async def test_run_without_any_cluster_configuration_fails_cleanly(tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path), "KUBECONFIG": str(tmp_path / "missing")}
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "endpointslice_operator",
+        "run",
+        "--no-leader-election",
+        "--metrics-port",
+        "0",
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 1
+    assert "cannot configure the Kubernetes client" in stderr.decode()
+    assert "Traceback" not in stderr.decode()
