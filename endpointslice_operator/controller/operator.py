@@ -3,12 +3,12 @@
 :class:`Operator` wires everything for one replica and can run in-process (tests, the demo):
 
 * Kopf runs with a private registry holding only our ``on.event`` handlers and a login handler
-  that hands Kopf the same credentials the kubernetes-asyncio client uses. Its settings make it
-  a pure watcher: no Event posting, in-memory progress and diff-base storage (nothing is ever
-  written onto watched objects), standalone (no peering), no CRD/namespace scanning, and
-  server/client timeouts so long-lived watch streams are recycled.
+  that hands Kopf the same credentials the kubernetes-asyncio client uses (see
+  :mod:`.kopf_wiring` for the settings that make it a pure watcher).
 * Readiness: once the initial listings are in, meaning every index holds at least as many
-  objects as the API server reports for that kind (a ``limit=1`` list, re-checked each second).
+  objects as the API server reports for that kind (a ``limit=1`` list, re-asked every 2 s).
+* Re-lists: after Kopf lists a kind again (a watch that expired with 410), objects the listing
+  left out are checked with the API server and forgotten if gone.
 * Leader election (when enabled) gates the queue workers only: every replica watches and keeps
   its indexes warm; the leader builds a fresh queue, queues every relevant Service once and
   runs the workers; losing the Lease stops them; stopping releases the Lease.
@@ -18,21 +18,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Collection, Coroutine, Iterator, Mapping
-from typing import Any, cast
+from collections.abc import Awaitable, Coroutine
+from typing import Any
 
 import kopf
-from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api, DiscoveryV1Api
 
 from endpointslice_operator.controller.events import EventRecorder
 from endpointslice_operator.controller.handlers import EventRouter, register_handlers
 from endpointslice_operator.controller.health import HealthServer
 from endpointslice_operator.controller.indexes import Indexes
+from endpointslice_operator.controller.kopf_wiring import (
+    connection_info,
+    load_client_configuration,
+    run_kopf,
+)
 from endpointslice_operator.controller.leader import LeaderElector
 from endpointslice_operator.controller.queue import ServiceQueue
 from endpointslice_operator.controller.sync import ServiceSyncer
@@ -42,152 +45,17 @@ from endpointslice_operator.reconciler.config import ReconcilerConfig
 from endpointslice_operator.reconciler.topology import TopologyCache
 from endpointslice_operator.settings import Settings
 
-__all__ = ["Operator", "connection_info", "load_client_configuration"]
+__all__ = ["Operator"]
 
 log = logging.getLogger(__name__)
 
-WATCH_SERVER_TIMEOUT = 300.0
-"""Ask the API server to end each watch after this long (Kopf then re-lists/re-watches)."""
-WATCH_CLIENT_TIMEOUT = WATCH_SERVER_TIMEOUT + 60.0
-"""Give up on a watch stream the server has silently stopped serving."""
-WATCH_CONNECT_TIMEOUT = 30.0
 RELIST_QUIET_PERIOD = 2.0
 """A re-listing counts as complete once no listing event has come for this long."""
-KOPF_WORKER_IDLE_TIMEOUT = 0.2
-KOPF_WORKER_LIMIT = 5000
 READINESS_POLL_INTERVAL = 0.05
 """How often the index sizes are compared with the expected counts (in memory, cheap)."""
 READINESS_RECOUNT_INTERVAL = 2.0
 """How often the expected counts are asked from the API server again."""
 SHUTDOWN_TIMEOUT = 10.0
-
-
-async def load_client_configuration(settings: Settings) -> Configuration:
-    """``--kubeconfig`` if given, else the in-cluster service account, else the default
-    kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``)."""
-    configuration = Configuration()
-    if settings.kubeconfig is not None:
-        await k8s_config.load_kube_config(
-            config_file=str(settings.kubeconfig), client_configuration=configuration
-        )
-    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-        k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    else:
-        await k8s_config.load_kube_config(client_configuration=configuration)
-    return configuration
-
-
-async def connection_info(configuration: Configuration) -> kopf.ConnectionInfo:
-    """The kubernetes-asyncio configuration as Kopf credentials (refreshing the token)."""
-    scheme: str | None = None
-    token: str | None = None
-    bearer = await cast(Any, configuration).get_api_key_with_prefix(
-        "BearerToken", alias="authorization"
-    )
-    if bearer:
-        scheme, _, token = str(bearer).partition(" ")
-        if not token:
-            scheme, token = "Bearer", scheme
-    return kopf.ConnectionInfo(
-        server=str(configuration.host),
-        ca_path=configuration.ssl_ca_cert or None,
-        insecure=not configuration.verify_ssl,
-        username=configuration.username or None,
-        password=configuration.password or None,
-        scheme=scheme,
-        token=token,
-        certificate_path=configuration.cert_file or None,
-        private_key_path=configuration.key_file or None,
-    )
-
-
-class _MemoryProgressStorage(kopf.ProgressStorage):
-    """Handler progress kept in memory only: nothing is ever patched onto watched objects.
-
-    (Only ``on.event`` handlers are registered, which Kopf never persists; this storage makes
-    that guarantee independent of future handler changes.)
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._records: dict[tuple[str, str], Any] = {}
-
-    @staticmethod
-    def _uid(body: Mapping[str, Any]) -> str:
-        return str(body.get("metadata", {}).get("uid") or "")
-
-    def fetch(self, *, key: Any, body: Any) -> Any:
-        return self._records.get((self._uid(body), str(key)))
-
-    def store(self, *, key: Any, record: Any, body: Any, patch: Any) -> None:
-        self._records[(self._uid(body), str(key))] = copy.deepcopy(record)
-
-    def purge(self, *, key: Any, body: Any, patch: Any) -> None:
-        self._records.pop((self._uid(body), str(key)), None)
-
-    def touch(self, *, body: Any, patch: Any, value: str | None) -> None:
-        return None
-
-    def clear(self, *, essence: Any) -> Any:
-        return copy.deepcopy(essence)
-
-
-class _MemoryDiffBaseStorage(kopf.DiffBaseStorage):
-    """The last-handled essence kept in memory only (see :class:`_MemoryProgressStorage`)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._essences: dict[str, Any] = {}
-
-    def fetch(self, *, body: Any) -> Any:
-        return self._essences.get(str(body.get("metadata", {}).get("uid") or ""))
-
-    def store(self, *, body: Any, patch: Any, essence: Any) -> None:
-        self._essences[str(body.get("metadata", {}).get("uid") or "")] = essence
-
-
-class _AllTasks(Collection["asyncio.Task[Any]"]):
-    """Kopf's ``run_tasks(ignored=...)`` set: every task.
-
-    On shutdown Kopf stops its root tasks (which stop their own sub-tasks), then treats every
-    other task created since it started as its own "hung" task, waits 5 s for it and cancels
-    it. In one process with other asyncio work (the demo, tests, two replicas side by side)
-    those tasks belong to others: cancelling them would stop another replica's watches. So
-    only the root-task shutdown is kept.
-    """
-
-    def __contains__(self, task: object) -> bool:
-        return True
-
-    def __iter__(self) -> Iterator[asyncio.Task[Any]]:
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
-
-
-def kopf_settings() -> kopf.OperatorSettings:
-    settings = kopf.OperatorSettings()
-    settings.posting.enabled = False
-    settings.peering.standalone = True
-    settings.peering.mandatory = False
-    settings.scanning.disabled = True
-    settings.persistence.progress_storage = _MemoryProgressStorage()
-    settings.persistence.diffbase_storage = _MemoryDiffBaseStorage()
-    settings.persistence.finalizer = "endpointslice-operator.io/unused"
-    settings.watching.server_timeout = WATCH_SERVER_TIMEOUT
-    settings.watching.client_timeout = WATCH_CLIENT_TIMEOUT
-    settings.watching.connect_timeout = WATCH_CONNECT_TIMEOUT
-    settings.watching.reconnect_backoff = 1.0
-    # Kopf runs one worker task per object with events, kept for ``idle_timeout`` after its last
-    # event. Our handlers only update in-memory indexes, so workers are cheap to restart: exit
-    # soon and cap how many exist, so that listing 150k pods does not hold 150k tasks at once.
-    settings.queueing.idle_timeout = KOPF_WORKER_IDLE_TIMEOUT
-    settings.queueing.worker_limit = KOPF_WORKER_LIMIT
-    # Kopf would SIGKILL the process if its tasks were cancelled without the stop flag; the
-    # operator always stops Kopf through the flag, and must never kill an embedding process.
-    settings.process.ultimate_exiting_timeout = None
-    return settings
 
 
 class Operator:
@@ -303,7 +171,7 @@ class Operator:
         self._kopf_stop = loop.create_future()
         namespaces = list(self.settings.namespaces)
         kopf_task = asyncio.create_task(
-            self._run_kopf(registry, namespaces), name=f"kopf-{self.identity}"
+            run_kopf(registry, namespaces, self._kopf_stop), name=f"kopf-{self.identity}"
         )
         readiness_task = asyncio.create_task(self._watch_readiness(api_client, router))
         leading_task = asyncio.create_task(self._lead(api_client, router, syncer))
@@ -330,18 +198,6 @@ class Operator:
                 await asyncio.wait_for(asyncio.shield(kopf_task), SHUTDOWN_TIMEOUT)
             kopf_task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-
-    async def _run_kopf(self, registry: kopf.OperatorRegistry, namespaces: list[str]) -> None:
-        assert self._kopf_stop is not None
-        tasks = await kopf.spawn_tasks(
-            registry=registry,
-            settings=kopf_settings(),
-            standalone=True,
-            clusterwide=not namespaces,
-            namespaces=namespaces,
-            stop_flag=self._kopf_stop,
-        )
-        await kopf.run_tasks(tasks, ignored=_AllTasks())
 
     # -- readiness --------------------------------------------------------------------------
 

@@ -1,0 +1,176 @@
+"""Kopf and kubernetes-asyncio set-up: credentials, and Kopf as a pure watcher.
+
+* :func:`load_client_configuration`: ``--kubeconfig``, else in-cluster, else the default
+  kubeconfig; the same credentials go to Kopf through :func:`connection_info` (its ``on.login``).
+* :func:`kopf_settings`: no Event posting, in-memory progress and diff-base storage (nothing is
+  ever written onto watched objects), standalone (no peering), no CRD/namespace scanning, watch
+  timeouts that recycle long-lived streams, and bounded per-object workers.
+* :func:`run_kopf`: Kopf's root tasks for a registry, stopped through a flag.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import os
+from collections.abc import Collection, Iterator, Mapping
+from typing import Any, cast
+
+import kopf
+from kubernetes_asyncio import config as k8s_config
+from kubernetes_asyncio.client import Configuration
+
+from endpointslice_operator.settings import Settings
+
+__all__ = ["connection_info", "kopf_settings", "load_client_configuration", "run_kopf"]
+
+WATCH_SERVER_TIMEOUT = 300.0
+"""Ask the API server to end each watch after this long (Kopf then re-lists/re-watches)."""
+WATCH_CLIENT_TIMEOUT = WATCH_SERVER_TIMEOUT + 60.0
+"""Give up on a watch stream the server has silently stopped serving."""
+WATCH_CONNECT_TIMEOUT = 30.0
+KOPF_WORKER_IDLE_TIMEOUT = 0.2
+KOPF_WORKER_LIMIT = 5000
+
+
+async def load_client_configuration(settings: Settings) -> Configuration:
+    """``--kubeconfig`` if given, else the in-cluster service account, else the default
+    kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``)."""
+    configuration = Configuration()
+    if settings.kubeconfig is not None:
+        await k8s_config.load_kube_config(
+            config_file=str(settings.kubeconfig), client_configuration=configuration
+        )
+    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+        k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    else:
+        await k8s_config.load_kube_config(client_configuration=configuration)
+    return configuration
+
+
+async def connection_info(configuration: Configuration) -> kopf.ConnectionInfo:
+    """The kubernetes-asyncio configuration as Kopf credentials (refreshing the token)."""
+    scheme: str | None = None
+    token: str | None = None
+    bearer = await cast(Any, configuration).get_api_key_with_prefix(
+        "BearerToken", alias="authorization"
+    )
+    if bearer:
+        scheme, _, token = str(bearer).partition(" ")
+        if not token:
+            scheme, token = "Bearer", scheme
+    return kopf.ConnectionInfo(
+        server=str(configuration.host),
+        ca_path=configuration.ssl_ca_cert or None,
+        insecure=not configuration.verify_ssl,
+        username=configuration.username or None,
+        password=configuration.password or None,
+        scheme=scheme,
+        token=token,
+        certificate_path=configuration.cert_file or None,
+        private_key_path=configuration.key_file or None,
+    )
+
+
+class _MemoryProgressStorage(kopf.ProgressStorage):
+    """Handler progress kept in memory only: nothing is ever patched onto watched objects.
+
+    (Only ``on.event`` handlers are registered, which Kopf never persists; this storage makes
+    that guarantee independent of future handler changes.)
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._records: dict[tuple[str, str], Any] = {}
+
+    @staticmethod
+    def _uid(body: Mapping[str, Any]) -> str:
+        return str(body.get("metadata", {}).get("uid") or "")
+
+    def fetch(self, *, key: Any, body: Any) -> Any:
+        return self._records.get((self._uid(body), str(key)))
+
+    def store(self, *, key: Any, record: Any, body: Any, patch: Any) -> None:
+        self._records[(self._uid(body), str(key))] = copy.deepcopy(record)
+
+    def purge(self, *, key: Any, body: Any, patch: Any) -> None:
+        self._records.pop((self._uid(body), str(key)), None)
+
+    def touch(self, *, body: Any, patch: Any, value: str | None) -> None:
+        return None
+
+    def clear(self, *, essence: Any) -> Any:
+        return copy.deepcopy(essence)
+
+
+class _MemoryDiffBaseStorage(kopf.DiffBaseStorage):
+    """The last-handled essence kept in memory only (see :class:`_MemoryProgressStorage`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._essences: dict[str, Any] = {}
+
+    def fetch(self, *, body: Any) -> Any:
+        return self._essences.get(str(body.get("metadata", {}).get("uid") or ""))
+
+    def store(self, *, body: Any, patch: Any, essence: Any) -> None:
+        self._essences[str(body.get("metadata", {}).get("uid") or "")] = essence
+
+
+class _AllTasks(Collection["asyncio.Task[Any]"]):
+    """Kopf's ``run_tasks(ignored=...)`` set: every task.
+
+    On shutdown Kopf stops its root tasks (which stop their own sub-tasks), then treats every
+    other task created since it started as its own "hung" task, waits 5 s for it and cancels
+    it. In one process with other asyncio work (the demo, tests, two replicas side by side)
+    those tasks belong to others: cancelling them would stop another replica's watches. So
+    only the root-task shutdown is kept.
+    """
+
+    def __contains__(self, task: object) -> bool:
+        return True
+
+    def __iter__(self) -> Iterator[asyncio.Task[Any]]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def kopf_settings() -> kopf.OperatorSettings:
+    settings = kopf.OperatorSettings()
+    settings.posting.enabled = False
+    settings.peering.standalone = True
+    settings.peering.mandatory = False
+    settings.scanning.disabled = True
+    settings.persistence.progress_storage = _MemoryProgressStorage()
+    settings.persistence.diffbase_storage = _MemoryDiffBaseStorage()
+    settings.persistence.finalizer = "endpointslice-operator.io/unused"
+    settings.watching.server_timeout = WATCH_SERVER_TIMEOUT
+    settings.watching.client_timeout = WATCH_CLIENT_TIMEOUT
+    settings.watching.connect_timeout = WATCH_CONNECT_TIMEOUT
+    settings.watching.reconnect_backoff = 1.0
+    # Kopf runs one worker task per object with events, kept for ``idle_timeout`` after its last
+    # event. Our handlers only update in-memory indexes, so workers are cheap to restart: exit
+    # soon and cap how many exist, so that listing 150k pods does not hold 150k tasks at once.
+    settings.queueing.idle_timeout = KOPF_WORKER_IDLE_TIMEOUT
+    settings.queueing.worker_limit = KOPF_WORKER_LIMIT
+    # Kopf would SIGKILL the process if its tasks were cancelled without the stop flag; the
+    # operator always stops Kopf through the flag, and must never kill an embedding process.
+    settings.process.ultimate_exiting_timeout = None
+    return settings
+
+
+async def run_kopf(
+    registry: kopf.OperatorRegistry, namespaces: list[str], stop: asyncio.Future[None]
+) -> None:
+    """Run Kopf (cluster-wide, or in ``namespaces``) until ``stop`` is resolved."""
+    tasks = await kopf.spawn_tasks(
+        registry=registry,
+        settings=kopf_settings(),
+        standalone=True,
+        clusterwide=not namespaces,
+        namespaces=namespaces,
+        stop_flag=stop,
+    )
+    await kopf.run_tasks(tasks, ignored=_AllTasks())
