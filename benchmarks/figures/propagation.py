@@ -49,7 +49,7 @@ class Load:
 
 LOADS = {
     "full": Load(Scenario(1000, 10, other_services=1000, other_pods_per_service=10), 50, 30),
-    "quick": Load(Scenario(100, 10, other_services=100, other_pods_per_service=10), 50, 8),
+    "quick": Load(Scenario(100, 10, other_services=100, other_pods_per_service=10), 50, 6),
     "tiny": Load(Scenario(10, 5, other_services=10, other_pods_per_service=5), 20, 1),
 }
 

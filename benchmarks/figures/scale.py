@@ -45,7 +45,7 @@ from ..lib.processes import (
     rss_bytes,
 )
 
-SERVICES = {"full": 10_000, "quick": 1_000, "tiny": 20}
+SERVICES = {"full": 10_000, "quick": 500, "tiny": 20}
 PODS_SMALL, PODS_LARGE = 1, 10
 SYNC_TIMEOUT = 900.0
 CHURN_TIMEOUT = 300.0

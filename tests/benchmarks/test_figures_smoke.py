@@ -1,0 +1,72 @@
+"""Each operator-level figure module runs end to end in its tiny mode (real processes, real
+HTTP on 127.0.0.1) and reports the figures it promises. Values are checked for what they
+mean (write counts, bounds), never for speed."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from benchmarks.figure import Figure
+from benchmarks.figures import operator, propagation, scale
+
+
+def _by_name(figures: list[Figure]) -> dict[str, Figure]:
+    named = {f.name: f for f in figures}
+    assert len(named) == len(figures), "figure names must be unique"
+    for figure in figures:
+        assert math.isfinite(figure.value) and figure.value >= 0, figure
+        assert figure.baseline is not None and math.isfinite(figure.baseline), figure
+    return named
+
+
+@pytest.mark.timeout(180)
+def test_operator_writes() -> None:
+    figures = _by_name(operator.collect("tiny"))
+    assert set(figures) == {
+        "api_writes_per_ready_flip",
+        "api_writes_rollout_10_batch_0s",
+        "api_writes_rollout_10_batch_1s",
+    }
+    # One write per readiness change, like upstream and like the minimal controller.
+    assert figures["api_writes_per_ready_flip"].value == 1.0
+    assert figures["api_writes_per_ready_flip"].baseline == 1.0
+    rollout_0s = figures["api_writes_rollout_10_batch_0s"]
+    assert 0 < rollout_0s.value <= 30 and rollout_0s.baseline == 30
+    # Batching coalesces: fewer writes at 1 s than at 0 s, at least one.
+    rollout_1s = figures["api_writes_rollout_10_batch_1s"]
+    assert 1 <= rollout_1s.value < rollout_0s.value == rollout_1s.baseline
+
+
+@pytest.mark.timeout(180)
+def test_propagation() -> None:
+    figures = _by_name(propagation.collect("tiny"))
+    assert {"propagation_p50_ms", "propagation_p99_ms"} <= set(figures)
+    assert "propagation_lost_flips" not in figures
+    p50, p99 = figures["propagation_p50_ms"], figures["propagation_p99_ms"]
+    assert 0 < p50.value <= p99.value
+    assert p50.baseline is not None and p99.baseline is not None
+    assert 0 < p50.baseline <= p99.baseline
+
+
+@pytest.mark.timeout(180)
+def test_scale() -> None:
+    figures = _by_name(scale.collect("tiny"))
+    assert set(figures) == {
+        "startup_s",
+        "startup_synced_s",
+        "startup_writes",
+        "memory_per_pod_bytes",
+        "rss_mb",
+        "events_per_s_sustained",
+        "events_queue_depth_max",
+    }
+    # The slices were right before the operator started: it must not write.
+    assert figures["startup_writes"].value == 0
+    assert figures["startup_synced_s"].value >= figures["startup_s"].value > 0
+    assert figures["startup_s"].unit == "s (200 pods, 20 svc)"
+    assert figures["rss_mb"].value > 0 and figures["events_per_s_sustained"].value > 0
+    # The work queue holds each Service at most once.
+    depth = figures["events_queue_depth_max"]
+    assert depth.baseline == 20 and depth.value <= depth.baseline
