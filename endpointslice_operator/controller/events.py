@@ -2,9 +2,12 @@
 
 The first occurrence of (object, type, reason, message) creates an Event; repeats PATCH that
 Event's ``count`` and ``lastTimestamp`` instead of creating new ones, so a retry loop that fails
-the same way every time leaves one Event with a growing count. The cache of recent Events is a
-bounded LRU. Recording never raises: a failed Event write is logged and forgotten, as in
-client-go, because Events are best effort and must not fail a sync.
+the same way every time leaves one Event with a growing count. Like client-go's aggregator,
+once more than 10 different messages with the same (object, type, reason) arrive within 10
+minutes, further ones go into a single Event whose message starts with
+``(combined from similar events):`` and always shows the latest one. The caches are bounded.
+Recording never raises: a failed Event write is logged and forgotten, as in client-go, because
+Events are best effort and must not fail a sync.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from kubernetes_asyncio.client import ApiClient, CoreV1Api
@@ -32,6 +35,19 @@ NORMAL = "Normal"
 WARNING = "Warning"
 
 _CacheKey = tuple[str, str, str, str, str, str]
+_SimilarKey = tuple[str, str, str, str, str]
+
+MAX_SIMILAR_MESSAGES = 10
+"""client-go's ``maxSimilarEvents``: distinct messages before aggregation."""
+SIMILAR_WINDOW = timedelta(minutes=10)
+"""client-go's ``aggregateIntervalInSeconds``."""
+COMBINED_PREFIX = "(combined from similar events): "
+
+
+@dataclass(slots=True)
+class _Similar:
+    started: datetime
+    messages: set[str]
 
 
 @dataclass(slots=True)
@@ -63,6 +79,7 @@ class EventRecorder:
         self._clock = clock
         self._cache: collections.OrderedDict[_CacheKey, _Seen] = collections.OrderedDict()
         self._cache_size = cache_size
+        self._similar: collections.OrderedDict[_SimilarKey, _Similar] = collections.OrderedDict()
         self.recorded = 0
         """Events written (created or aggregated), for logs and tests."""
 
@@ -86,13 +103,18 @@ class EventRecorder:
             name,
             message,
         )
-        key: _CacheKey = (namespace, name, uid, event_type, reason, message)
-        now = _timestamp(self._clock())
+        moment = self._clock()
+        now = _timestamp(moment)
+        dedupe = message
+        if self._too_many_similar((namespace, name, uid, event_type, reason), message, moment):
+            dedupe = COMBINED_PREFIX
+            message = COMBINED_PREFIX + message
+        key: _CacheKey = (namespace, name, uid, event_type, reason, dedupe)
         try:
             seen = self._cache.get(key)
             if seen is not None:
                 self._cache.move_to_end(key)
-                if await self._bump(namespace, seen, now):
+                if await self._bump(namespace, seen, now, message):
                     self.recorded += 1
                     return
             event_name = f"{name}.{time.time_ns():x}"
@@ -129,10 +151,20 @@ class EventRecorder:
         except Exception as exc:  # best effort: an Event must never fail a sync
             log.warning("could not record Event %s on %s/%s: %s", reason, namespace, name, exc)
 
-    async def _bump(self, namespace: str, seen: _Seen, now: str) -> bool:
-        """PATCH count/lastTimestamp of an Event we created; False if it has gone away."""
+    def _too_many_similar(self, key: _SimilarKey, message: str, moment: datetime) -> bool:
+        similar = self._similar.get(key)
+        if similar is None or moment - similar.started > SIMILAR_WINDOW:
+            similar = self._similar[key] = _Similar(moment, set())
+        self._similar.move_to_end(key)
+        while len(self._similar) > self._cache_size:
+            self._similar.popitem(last=False)
+        similar.messages.add(message)
+        return len(similar.messages) > MAX_SIMILAR_MESSAGES
+
+    async def _bump(self, namespace: str, seen: _Seen, now: str, message: str) -> bool:
+        """PATCH count/lastTimestamp (and message) of an Event we created; False if it is gone."""
         seen.count += 1
-        patch = {"count": seen.count, "lastTimestamp": now}
+        patch = {"count": seen.count, "lastTimestamp": now, "message": message}
         try:
             response = await self._api.patch_namespaced_event(
                 seen.name, namespace, patch, _preload_content=False

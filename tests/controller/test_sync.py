@@ -7,6 +7,7 @@ each test needs.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -209,3 +210,28 @@ async def test_deleted_service_state_is_dropped_without_api_calls(world: World) 
     assert len(world.emu.requests) == before
     assert world.syncer.tracker.generations(NS, "web") is None
     assert world.metrics.sample_value("endpoint_slice_controller_endpoints_desired") == 0
+
+
+async def test_many_different_messages_are_combined_into_one_event(world: World) -> None:
+    moment = [datetime(2026, 1, 1, tzinfo=UTC)]
+    service = world.emu.store.get("services", NS, "web")
+    assert service is not None
+    configuration = Configuration()
+    await k8s_config.load_kube_config(
+        config_file=str(world.emu.kubeconfig_path), client_configuration=configuration
+    )
+    async with ApiClient(configuration) as api:
+        recorder = EventRecorder(api, clock=lambda: moment[0])
+        for i in range(14):
+            await recorder.record(service, "Warning", "Flaky", f"attempt {i} failed")
+        events = [e for e in world.emu.store.list("events", NS) if e["reason"] == "Flaky"]
+        assert len(events) == 11  # ten distinct ones, then one combined Event
+        combined = [e for e in events if e["message"].startswith("(combined from similar events)")]
+        assert len(combined) == 1
+        assert combined[0]["count"] == 4
+        assert combined[0]["message"].endswith("attempt 13 failed")
+        # after the 10-minute window, messages stand on their own again
+        moment[0] += timedelta(minutes=11)
+        await recorder.record(service, "Warning", "Flaky", "fresh")
+        fresh = [e for e in world.emu.store.list("events", NS) if e["message"] == "fresh"]
+        assert len(fresh) == 1
