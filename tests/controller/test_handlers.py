@@ -210,3 +210,31 @@ async def test_malformed_events_are_ignored(h: Harness) -> None:
     h.router.on_slice("ADDED", {})
     h.router.on_node("ADDED", {"metadata": None})
     assert h.queued() == set()
+
+
+async def test_relists_report_what_the_latest_listing_left_out(h: Harness) -> None:
+    started: list[str] = []
+    h.router.on_relist = started.append
+    for name in ("p1", "p2", "p3"):
+        h.router.on_pod(None, pod(name, {"app": "web"}, "1"))
+    h.router.relist_tracking = True  # the initial listing is in
+    # Listing 1 shows p1 and p2 (p3 went away unseen).
+    h.router.on_pod(None, pod("p1", {"app": "web"}, "1"))
+    h.router.on_pod(None, pod("p2", {"app": "web"}, "1"))
+    assert started == ["pods"]
+    # Listing 2 starts before the first is verified: p2 is gone by then, p4 is new.
+    h.router.on_pod(None, pod("p1", {"app": "web"}, "1"))
+    h.router.on_pod(None, pod("p4", {"app": "web"}, "1"))
+    # A watch event after the listing counts as seen too.
+    h.router.on_pod("ADDED", pod("p5", {"app": "web"}, "1"))
+    suspects = h.router.finish_relist("pods")
+    assert sorted(name for _, name, _ in suspects) == ["p2", "p3"]
+    assert started == ["pods"]
+    # forget() acts only on the entry it was given
+    by_name = {name: entry for _, name, entry in suspects}
+    h.router.on_pod("MODIFIED", pod("p2", {"app": "web"}, "2"))  # p2 came back meanwhile
+    h.router.forget("pods", "ns", "p2", by_name["p2"])
+    h.router.forget("pods", "ns", "p3", by_name["p3"])
+    assert h.indexes.pods.get("ns", "p2") is not None
+    assert h.indexes.pods.get("ns", "p3") is None
+    assert h.router.finish_relist("pods") == []
