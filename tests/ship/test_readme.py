@@ -49,6 +49,7 @@ def test_metrics_table_names_every_exported_family() -> None:
 
 
 def test_linked_files_exist() -> None:
-    for target in re.findall(r"\]\(((?:docs|deploy|chart|benchmarks)/[^)#]*)\)", README):
-        if not target.startswith("docs/") or target.startswith("docs/dashboards"):
-            assert (ROOT / target).exists(), target
+    targets = re.findall(r"\]\(((?:docs|deploy|chart|benchmarks)/[^)#]*)\)", README)
+    assert "docs/architecture.md" in targets
+    for target in targets:
+        assert (ROOT / target).exists(), target
