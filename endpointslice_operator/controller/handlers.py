@@ -33,8 +33,10 @@ import kopf
 
 from endpointslice_operator.controller.indexes import (
     Indexes,
+    identity,
     node_ready,
     node_zone,
+    replaced_by_newer,
     service_key,
     slice_ref,
 )
@@ -70,6 +72,14 @@ def labels_changed(old: PodRecord, new: PodRecord) -> bool:
         or old.hostname != new.hostname
         or old.subdomain != new.subdomain
     )
+
+
+def _other_object(held: tuple[str, str], incoming: tuple[str, str], event_type: str | None) -> bool:
+    """Whether an event concerns another object than the one indexed under its name, and must
+    be ignored: the deletion of a predecessor, or a late event of one (see replaced_by_newer)."""
+    if event_type == "DELETED":
+        return bool(held[0] and incoming[0] and held[0] != incoming[0])
+    return replaced_by_newer(held, incoming)
 
 
 def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -228,6 +238,10 @@ class EventRouter:
             return
         self._note("services", event_type, namespace, name)
         key = service_key(namespace, name)
+        held = self.indexes.services.get(key)
+        held_identity = identity(held.body) if held is not None else ("", "")
+        if _other_object(held_identity, identity(service), event_type):
+            return
         if event_type == "DELETED":
             previous = self.indexes.services.remove(namespace, name)
             if previous is not None and (
@@ -252,6 +266,10 @@ class EventRouter:
             log.warning("ignoring a Pod event without a name")
             return
         self._note("pods", event_type, namespace, name)
+        held = self.indexes.pods.get(namespace, name)
+        held_identity = (held.uid, held.resource_version) if held is not None else ("", "")
+        if _other_object(held_identity, identity(pod), event_type):
+            return
         if event_type == "DELETED":
             old = self.indexes.pods.remove(namespace, name)
             if old is not None:
@@ -295,6 +313,10 @@ class EventRouter:
             log.warning("ignoring an EndpointSlice event without a name")
             return
         self._note("endpointslices", event_type, namespace, name)
+        held = self.indexes.slices.ref(namespace, name)
+        held_identity = (held.uid, held.resource_version) if held is not None else ("", "")
+        if _other_object(held_identity, (ref.uid, ref.resource_version), event_type):
+            return
         managed_by = self.indexes.slices.managed_by
         if event_type == "DELETED":
             previous = self.indexes.slices.remove(endpoint_slice)
@@ -348,6 +370,8 @@ class EventRouter:
             log.warning("ignoring a Node event without a name")
             return
         self._note("nodes", event_type, "", name)
+        if _other_object(identity(self.indexes.nodes.get(name)), identity(node), event_type):
+            return
         if event_type == "DELETED":
             relevant = self.indexes.nodes.remove(name) is not None
         else:

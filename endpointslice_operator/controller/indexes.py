@@ -134,6 +134,8 @@ def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
     slim: dict[str, Any] = {
         "metadata": {
             "name": metadata.get("name"),
+            "uid": metadata.get("uid"),
+            "resourceVersion": metadata.get("resourceVersion"),
             "labels": {k: labels[k] for k in (_ZONE_LABEL, *_NODE_ROLE_LABELS) if k in labels},
         },
         "status": {"conditions": ready},
@@ -141,6 +143,30 @@ def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
     if "cpu" in allocatable:
         slim["status"]["allocatable"] = {"cpu": allocatable["cpu"]}
     return slim
+
+
+def identity(obj: Mapping[str, Any] | None) -> tuple[str, str]:
+    """(uid, resourceVersion) of an object or slim projection; empty strings when unknown."""
+    metadata = _mapping(obj.get("metadata")) if obj is not None else {}
+    return str(metadata.get("uid") or ""), str(metadata.get("resourceVersion") or "")
+
+
+def replaced_by_newer(held: tuple[str, str], incoming: tuple[str, str]) -> bool:
+    """Whether an event is about an older object than the one held under the same name.
+
+    Kopf processes events per object uid, so the events of a pod deleted and recreated under
+    the same name (a StatefulSet's) may arrive in either order. When the uids differ, the
+    resourceVersions are compared as numbers (what every API server uses, though the API calls
+    them opaque) to keep the newer object; same uid, or anything unparseable: not older.
+    """
+    held_uid, held_rv = held
+    uid, rv = incoming
+    if not held_uid or not uid or held_uid == uid:
+        return False
+    try:
+        return int(rv) < int(held_rv)
+    except ValueError:
+        return False
 
 
 def node_zone(node: Mapping[str, Any] | None) -> str | None:
@@ -411,10 +437,12 @@ class NodeIndex:
 
 @dataclass(frozen=True, slots=True)
 class SliceRef:
-    """Where a slice belongs: its Service key and its managed-by label."""
+    """Where a slice belongs (its Service key and managed-by label), and which object it is."""
 
     service: str | None
     managed_by: str | None
+    uid: str = ""
+    resource_version: str = ""
 
 
 def slice_ref(endpoint_slice: Mapping[str, Any]) -> tuple[str, str, SliceRef]:
@@ -430,6 +458,8 @@ def slice_ref(endpoint_slice: Mapping[str, Any]) -> tuple[str, str, SliceRef]:
         SliceRef(
             service_key(namespace, service) if isinstance(service, str) and service else None,
             managed_by if isinstance(managed_by, str) else None,
+            str(metadata.get("uid") or ""),
+            str(metadata.get("resourceVersion") or ""),
         ),
     )
 

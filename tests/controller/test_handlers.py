@@ -238,3 +238,26 @@ async def test_relists_report_what_the_latest_listing_left_out(h: Harness) -> No
     assert h.indexes.pods.get("ns", "p2") is not None
     assert h.indexes.pods.get("ns", "p3") is None
     assert h.router.finish_relist("pods") == []
+
+
+async def test_a_recreated_pod_survives_late_events_of_its_predecessor(h: Harness) -> None:
+    old = pod("web-0", {"app": "web"}, "10", ip="10.0.0.1")
+    old["metadata"]["uid"] = "uid-old"
+    new = pod("web-0", {"app": "web"}, "20", ip="10.0.0.2")
+    new["metadata"]["uid"] = "uid-new"
+    h.router.on_pod("ADDED", old)
+    # Kopf handles each uid separately: the successor's ADDED may come before the
+    # predecessor's last update and deletion.
+    h.router.on_pod("ADDED", new)
+    late = copy.deepcopy(old)
+    late["metadata"]["resourceVersion"] = "15"
+    late["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    h.router.on_pod("MODIFIED", late)
+    h.router.on_pod("DELETED", late)
+    record = h.indexes.pods.get("ns", "web-0")
+    assert record is not None
+    assert record.uid == "uid-new"
+    assert record.pod_ips == ("10.0.0.2",)
+    # its own deletion does remove it
+    h.router.on_pod("DELETED", new)
+    assert h.indexes.pods.get("ns", "web-0") is None

@@ -71,7 +71,12 @@ def test_slim_node() -> None:
         },
     }
     assert slim_node(node) == {
-        "metadata": {"name": "n1", "labels": {"topology.kubernetes.io/zone": "z1"}},
+        "metadata": {
+            "name": "n1",
+            "uid": None,
+            "resourceVersion": None,
+            "labels": {"topology.kubernetes.io/zone": "z1"},
+        },
         "status": {
             "conditions": [{"type": "Ready", "status": "True"}],
             "allocatable": {"cpu": "4"},
