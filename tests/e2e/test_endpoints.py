@@ -244,3 +244,19 @@ async def test_terminating_pods() -> None:
             await eventually(lambda: conditions(emu, "web").get("10.1.0.1") == (False, True, True))
             emu.store.delete("pods", NS, "web-0", grace_period_seconds=0)
             await eventually(lambda: addresses(emu, "web") == {"10.1.0.2"})
+
+
+async def test_selector_change_moves_the_endpoints() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        service(emu, "web", selector={"app": "web"})
+        pod(emu, "web-0", "10.1.0.1")
+        pod(emu, "api-0", "10.1.0.2", labels={"app": "api"})
+        async with running_operator(emu):
+            await eventually(lambda: addresses(emu, "web") == {"10.1.0.1"})
+            current = emu.store.get("services", NS, "web")
+            assert current is not None
+            current["spec"]["selector"] = {"app": "api"}
+            emu.store.update(current)
+            await eventually(lambda: addresses(emu, "web") == {"10.1.0.2"})
+            assert len(slices(emu, "web")) == 1

@@ -13,6 +13,7 @@ from tests.e2e.harness import (
     conditions,
     events,
     eventually,
+    node,
     pod,
     running_operator,
     service,
@@ -162,3 +163,22 @@ async def test_converges_exactly_after_a_storm_of_faults() -> None:
             assert not_ready == {f"10.2.0.{i + 1}" for i in range(6)}  # web-20 .. web-25
             sizes = [len(s["endpoints"]) for s in slices(emu, "web")]
             assert sum(sizes) == len(expected) and max(sizes) <= 100
+
+
+async def test_pods_on_an_unknown_node_are_retried_until_the_node_appears() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        service(emu, "web", selector={"app": "web"})
+        pod(emu, "web-0", "10.1.0.1")
+        pod(emu, "web-1", "10.1.0.2", node_name="node-late")
+        async with running_operator(emu) as op:
+            # written without the pod whose node is unknown, and retried with backoff
+            await eventually(lambda: addresses(emu, "web") == {"10.1.0.1"})
+            failed = await eventually(lambda: events(emu, "FailedToUpdateEndpointSlices"))
+            assert "Node node-late Not Found" in failed[0]["message"]
+            node(emu, "node-late", "zone-b")
+            await eventually(lambda: addresses(emu, "web") == {"10.1.0.1", "10.1.0.2"}, timeout=30)
+            await settle(op)
+            assert (
+                op.metrics.sample_value("endpoint_slice_controller_syncs", {"result": "error"}) >= 1
+            )
