@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from endpointslice_operator.testing import resources
-from endpointslice_operator.testing.errors import ApiError, bad_request, expired
+from endpointslice_operator.testing.errors import ApiError, Cause, bad_request, expired
 from endpointslice_operator.testing.faults import FaultInjector
 from endpointslice_operator.testing.requestlog import RequestLog, RequestRecord
 from endpointslice_operator.testing.resources import ResourceInfo
@@ -393,6 +393,17 @@ class ApiApp:
             except ApiError:
                 raise expired(CONTINUE_EXPIRED)
             items = self.store.iter_at(info, list_rv, target.namespace, labels, fields, after=after)
+        elif query.get("resourceVersionMatch") == "Exact" and query.get("resourceVersion"):
+            list_rv = self._resource_version(query["resourceVersion"])
+            current = self.store.resource_version
+            if list_rv > current:
+                raise ApiError(
+                    504,
+                    f"Too large resource version: {list_rv}, current: {current}",
+                    reason="Timeout",
+                    causes=[Cause("ResourceVersionTooLarge", "Too large resource version")],
+                )
+            items = self.store.iter_at(info, list_rv, target.namespace, labels, fields)
         else:
             list_rv = self.store.resource_version
             items = (
@@ -415,6 +426,16 @@ class ApiApp:
         )
         body = head[:-1] + b',"items":[' + b",".join(raws) + b"]}"
         return json_response(body)
+
+    @staticmethod
+    def _resource_version(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = -1
+        if value < 0:
+            raise bad_request(f'resourceVersion: Invalid value: "{text}": must be an integer')
+        return value
 
     async def _delete_collection(
         self, request: web.Request, target: Target, dry_run: bool

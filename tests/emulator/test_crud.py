@@ -85,3 +85,19 @@ async def test_request_log_names_created_objects(emu: Emulator, client: Client) 
     generated = body["metadata"]["name"]
     [record] = emu.requests.filter(verb="create")
     assert (record.name, record.namespace, record.code) == (generated, "default", 201)
+
+
+async def test_dry_run_validates_without_storing(emu: Emulator, client: Client) -> None:
+    before = emu.store.resource_version
+    status, body = await client.request("POST", SLICES + "?dryRun=All", endpoint_slice("dry"))
+    assert status == 201 and body["metadata"]["name"] == "dry"
+    status, body = await client.request(
+        "POST", SLICES + "?dryRun=All", endpoint_slice("bad", addressType="IPv5")
+    )
+    assert status == 422
+    emu.store.create(endpoint_slice("real"))
+    status, _ = await client.request("DELETE", SLICES + "/real?dryRun=All")
+    assert status == 200
+    assert emu.store.get("endpointslices", "default", "dry") is None
+    assert emu.store.get("endpointslices", "default", "real") is not None
+    assert emu.store.resource_version == before + 1

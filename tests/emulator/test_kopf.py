@@ -61,7 +61,11 @@ def login_from(path: Path) -> kopf.ConnectionInfo:
 
 @contextlib.asynccontextmanager
 async def kopf_operator(
-    emu: Emulator, recorder: Recorder, *, namespaces: tuple[str, ...] = ()
+    emu: Emulator,
+    recorder: Recorder,
+    *,
+    namespaces: tuple[str, ...] = (),
+    initial_streaming: bool = False,
 ) -> AsyncIterator[None]:
     registry = kopf.OperatorRegistry()
 
@@ -89,6 +93,7 @@ async def kopf_operator(
     settings.peering.standalone = True
     settings.posting.enabled = False
     settings.watching.reconnect_backoff = 0.05
+    settings.watching.initial_streaming = initial_streaming
     settings.networking.request_timeout = 10
     settings.queueing.idle_timeout = 0.5
     settings.queueing.exit_timeout = 0.1
@@ -138,14 +143,15 @@ def _bump(emu: Emulator, plural: str, namespace: str | None, name: str, value: s
     return str(updated["metadata"]["resourceVersion"])
 
 
-async def test_each_change_is_received_once() -> None:
+@pytest.mark.parametrize("initial_streaming", [False, True], ids=["list-then-watch", "watch-list"])
+async def test_each_change_is_received_once(initial_streaming: bool) -> None:
     recorder = Recorder()
     async with run_emulator() as emu:
         emu.store.create(service("web"))
         emu.store.create(pod("web-1", {"app": "web"}))
         emu.store.create(node("node-a"))
         emu.store.create(endpoint_slice("web-abc"))
-        async with kopf_operator(emu, recorder):
+        async with kopf_operator(emu, recorder, initial_streaming=initial_streaming):
             await recorder.wait_for(lambda events: len({e[:1] + e[2:3] for e in events}) >= 4)
             versions = [
                 _bump(emu, "services", "default", "web", "1"),
@@ -170,13 +176,14 @@ async def test_each_change_is_received_once() -> None:
         assert types == expected, (plural, recorder.of(plural, name))
 
 
-async def test_namespaced_operator_sees_only_its_namespace() -> None:
+@pytest.mark.parametrize("pattern", ["team", "te*"])
+async def test_namespaced_operator_sees_only_its_namespace(pattern: str) -> None:
     recorder = Recorder()
     async with run_emulator() as emu:
         emu.store.create_namespace("team")
         emu.store.create(service("mine"), namespace="team")
         emu.store.create(service("other"), namespace="default")
-        async with kopf_operator(emu, recorder, namespaces=("team",)):
+        async with kopf_operator(emu, recorder, namespaces=(pattern,)):
             await recorder.wait_for(
                 lambda events: ("services", None, "mine") in {e[:3] for e in events}
             )

@@ -196,3 +196,18 @@ async def test_continue_after_the_history_is_gone_is_expired(client: Client) -> 
     assert status == 410
     assert body["reason"] == "Expired"
     assert body["message"].startswith("The provided continue parameter is too old")
+
+
+async def test_list_at_an_exact_version(emu: Emulator, client: Client) -> None:
+    emu.store.create(endpoint_slice("a"))
+    version = str(emu.store.resource_version)
+    emu.store.create(endpoint_slice("b"))
+    emu.store.patch("endpointslices", "default", "a", {"metadata": {"labels": {"x": "1"}}})
+    status, body = await client.get(SLICES, resourceVersion=version, resourceVersionMatch="Exact")
+    assert status == 200
+    assert body["metadata"]["resourceVersion"] == version
+    assert [(i["metadata"]["name"], i["metadata"].get("labels")) for i in body["items"]] == [
+        ("a", None)
+    ]
+    status, body = await client.get(SLICES, resourceVersion="999999", resourceVersionMatch="Exact")
+    assert status == 504 and body["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
