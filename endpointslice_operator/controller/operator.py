@@ -45,7 +45,7 @@ from endpointslice_operator.reconciler.config import ReconcilerConfig
 from endpointslice_operator.reconciler.topology import TopologyCache
 from endpointslice_operator.settings import Settings
 
-__all__ = ["Operator"]
+__all__ = ["Operator", "OperatorFailed"]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,10 @@ READINESS_POLL_INTERVAL = 0.05
 READINESS_RECOUNT_INTERVAL = 2.0
 """How often the expected counts are asked from the API server again."""
 SHUTDOWN_TIMEOUT = 10.0
+
+
+class OperatorFailed(RuntimeError):
+    """One of the operator's long-running parts (watches, readiness, workers) failed."""
 
 
 class Operator:
@@ -173,15 +177,21 @@ class Operator:
         kopf_task = asyncio.create_task(
             run_kopf(registry, namespaces, self._kopf_stop), name=f"kopf-{self.identity}"
         )
-        readiness_task = asyncio.create_task(self._watch_readiness(api_client, router))
-        leading_task = asyncio.create_task(self._lead(api_client, router, syncer))
+        readiness_task = asyncio.create_task(
+            self._watch_readiness(api_client, router), name="readiness"
+        )
+        leading_task = asyncio.create_task(
+            self._lead(api_client, router, syncer), name="leader-election-and-workers"
+        )
         stop_task = asyncio.create_task(self._stop.wait())
         tasks = {kopf_task, readiness_task, leading_task, stop_task}
+        failure: BaseException | None = None
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for task in done - {stop_task}:
                 if not task.cancelled() and task.exception() is not None:
-                    log.error("operator task %s failed", task.get_name(), exc_info=task.exception())
+                    failure = task.exception()
+                    log.error("operator task %s failed", task.get_name(), exc_info=failure)
         finally:
             log.info("stopping the operator")
             self._stop.set()
@@ -198,6 +208,9 @@ class Operator:
                 await asyncio.wait_for(asyncio.shield(kopf_task), SHUTDOWN_TIMEOUT)
             kopf_task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+        if failure is not None:
+            # Exit non-zero so that the Pod is restarted rather than left half-working.
+            raise OperatorFailed(str(failure)) from failure
 
     # -- readiness --------------------------------------------------------------------------
 
