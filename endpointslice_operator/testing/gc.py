@@ -20,8 +20,8 @@ from endpointslice_operator.testing.store import (
     NAMESPACE_FINALIZER,
     ORPHAN_FINALIZER,
     Store,
-    has_finalizers,
 )
+from endpointslice_operator.testing.strategy import has_finalizers
 from endpointslice_operator.testing.watch import ADDED, DELETED, Event
 
 logger = logging.getLogger(__name__)

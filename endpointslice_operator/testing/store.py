@@ -2,8 +2,9 @@
 
 Every write gets the next value of one global, monotonically increasing resourceVersion, is kept
 in a bounded per-resource history (so watches can resume), and is offered to the live watchers.
-Objects are stored once as a dict and once encoded; stored dicts are never mutated after commit,
-and callers always receive copies.
+Objects are kept encoded (with their labels and selectable fields beside them), and callers
+always receive fresh copies. What happens to an object before it is stored, per kind, is in
+:mod:`.strategy`.
 
 The public methods (``create``, ``get``, ``list``, ``update``, ``patch``, ``delete``,
 ``create_namespace``) take a resource as a :class:`ResourceInfo` or any spelling kubectl accepts
@@ -15,7 +16,6 @@ unless a grace period is given).
 
 from __future__ import annotations
 
-import copy
 import json
 import random
 import time
@@ -24,10 +24,9 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
-from endpointslice_operator.testing import defaults, validation
+from endpointslice_operator.testing import defaults, strategy, validation
 from endpointslice_operator.testing.errors import (
     ApiError,
-    Cause,
     already_exists,
     conflict,
     expired,
@@ -48,6 +47,7 @@ from endpointslice_operator.testing.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
+from endpointslice_operator.testing.strategy import metadata
 from endpointslice_operator.testing.watch import ADDED, DELETED, MODIFIED, Event, Watcher, encode
 
 JSON = dict[str, Any]
@@ -106,43 +106,6 @@ def clone(obj: Any) -> Any:
 
 def format_timestamp(seconds: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
-
-
-def _meta(obj: JSON) -> JSON:
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict):
-        meta = obj["metadata"] = {}
-    return meta
-
-
-def has_finalizers(info: ResourceInfo, obj: JSON) -> bool:
-    """Finalizers that hold a deletion: metadata ones, and a namespace's spec.finalizers."""
-    if obj["metadata"].get("finalizers"):
-        return True
-    return info.key == "namespaces" and bool((obj.get("spec") or {}).get("finalizers"))
-
-
-def _content(obj: JSON) -> JSON:
-    """What ``generation`` tracks: everything outside metadata and status."""
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
-
-
-_VOLATILE_META = ("resourceVersion", "managedFields")
-
-
-def _same_object(a: JSON, b: JSON) -> bool:
-    """True when a write changes nothing (so kube-apiserver would not bump the version)."""
-    if _content(a) != _content(b) or a.get("status") != b.get("status"):
-        return False
-    meta_a = {k: v for k, v in (a.get("metadata") or {}).items() if k not in _VOLATILE_META}
-    meta_b = {k: v for k, v in (b.get("metadata") or {}).items() if k not in _VOLATILE_META}
-    return meta_a == meta_b
-
-
-def _name_mismatch(given: Any, url_name: str) -> ApiError:
-    return ApiError(
-        400, f"the name of the object ({given}) does not match the name on the URL ({url_name})"
-    )
 
 
 class Store:
@@ -460,69 +423,7 @@ class Store:
         if namespace not in self._objects["namespaces"].get("", {}):
             raise not_found("namespaces", "", namespace)
         if namespace in self._terminating:
-            raise ApiError(
-                403,
-                f"{info.plural} is forbidden: unable to create new content in namespace "
-                f"{namespace} because it is being terminated",
-                reason="Forbidden",
-                details={
-                    "name": "",
-                    "kind": info.plural,
-                    **({"group": info.group} if info.group else {}),
-                },
-                causes=[
-                    Cause(
-                        "NamespaceTerminating",
-                        f"namespace {namespace} is being terminated",
-                        "metadata.namespace",
-                    )
-                ],
-            )
-
-    def _apply_defaults(self, info: ResourceInfo, obj: JSON, old: JSON | None) -> None:
-        if info.key == "services":
-            defaults.default_service(obj, old, self.cluster_ips)
-        elif info.key == "pods":
-            defaults.default_pod(obj, old)
-        elif info.key == "namespaces":
-            defaults.default_namespace(obj, old)
-        elif info.key == "endpointslices.discovery.k8s.io":
-            defaults.default_endpoint_slice(obj, old)
-        elif info.key == "leases.coordination.k8s.io":
-            defaults.default_lease(obj, old)
-
-    def _validate(self, info: ResourceInfo, obj: JSON, old: JSON | None) -> None:
-        meta = obj["metadata"]
-        causes = validation.validate_object_meta(
-            meta,
-            namespaced=info.namespaced,
-            name_rule=info.name_rule,
-            old_meta=None if old is None else old["metadata"],
-        )
-        kind_validator = validation.KIND_VALIDATORS.get((info.group, info.plural))
-        if kind_validator is not None:
-            causes.extend(kind_validator(obj, old))
-        if causes:
-            raise invalid(
-                info.kind, info.group, meta.get("name") or meta.get("generateName", ""), causes
-            )
-
-    def _check_identity(self, info: ResourceInfo, obj: JSON) -> None:
-        api_version, kind = obj.get("apiVersion"), obj.get("kind")
-        if api_version is None and kind is None:
-            obj["apiVersion"], obj["kind"] = info.api_version, info.kind
-            return
-        if (api_version, kind) != (info.api_version, info.kind):
-            if api_version != info.api_version:
-                message = (
-                    f"the API version in the data ({api_version}) does not match the expected "
-                    f"API version ({info.api_version})"
-                )
-            else:
-                message = (
-                    f"the kind in the data ({kind}) does not match the expected kind ({info.kind})"
-                )
-            raise ApiError(400, message)
+            raise strategy.terminating_namespace(info, namespace)
 
     # -----------------------------------------------------------------------------------------
     # Create
@@ -542,9 +443,9 @@ class Store:
         info = self.resolve(resource) if resource else self.registry.for_object(obj)
         body = clone(obj)
         if namespace is not None:
-            _meta(body)["namespace"] = namespace
+            metadata(body)["namespace"] = namespace
         elif info.namespaced:
-            _meta(body).setdefault("namespace", "default")
+            metadata(body).setdefault("namespace", "default")
         return json.loads(self.api_create(info, body, keep_status=True).raw)  # type: ignore[no-any-return]
 
     def api_create(
@@ -556,25 +457,21 @@ class Store:
         dry_run: bool = False,
     ) -> Event | Stored:
         """POST semantics; takes ownership of ``obj``."""
-        self._check_identity(info, obj)
-        meta = _meta(obj)
+        strategy.check_identity(info, obj)
+        meta = metadata(obj)
         if meta.get("resourceVersion"):
             raise ApiError(500, "resourceVersion should not be set on objects to be created")
         namespace = meta.get("namespace") or "" if info.namespaced else ""
         if not info.namespaced:
-            meta.pop("namespace", None)
+            meta.pop("namespace", None)  # BeforeCreate clears it for cluster-scoped kinds
         self._check_namespace(info, namespace)
-        for key in ("uid", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
-            meta.pop(key, None)
+        strategy.prepare_for_create(info, obj, keep_status=keep_status)
         meta["creationTimestamp"] = format_timestamp(self.clock())
-        meta["generation"] = 1
-        if info.reset_status_on_create and not keep_status:
-            obj["status"] = {"phase": "Pending"} if info.key == "pods" else {"loadBalancer": {}}
-        self._apply_defaults(info, obj, None)
+        strategy.apply_defaults(info, obj, None, self.cluster_ips)
         generate = meta.get("generateName")
         if not meta.get("name") and generate:
             meta["name"] = self._generate_name(generate)
-        self._validate(info, obj, None)
+        strategy.validate(info, obj, None)
         bucket = self._objects[info.key].get(namespace, {})
         if meta["name"] in bucket:
             attempts = 1
@@ -605,7 +502,7 @@ class Store:
         """
         info = self.registry.for_object(obj)
         body = clone(obj)
-        meta = _meta(body)
+        meta = metadata(body)
         result = self.api_update(
             info,
             meta.get("namespace"),
@@ -633,7 +530,7 @@ class Store:
             info,
             namespace,
             name,
-            copy.deepcopy(patch),
+            clone(patch),
             content_type,
             subresource=subresource,
             privileged=True,
@@ -655,9 +552,9 @@ class Store:
         current = self.stored(info, namespace, name)
         original: JSON = json.loads(current.raw)
         patched = apply_patch(original, patch, content_type)
-        patched_meta = _meta(patched)
+        patched_meta = metadata(patched)
         if patched_meta.get("name", name) != name:
-            raise _name_mismatch(patched_meta.get("name"), name)
+            raise strategy.name_mismatch(patched_meta.get("name"), name)
         patched_meta.setdefault("name", name)
         return self.api_update(
             info,
@@ -683,11 +580,11 @@ class Store:
         from_patch: bool = False,
     ) -> Event | Stored:
         """PUT semantics; takes ownership of ``obj``."""
-        self._check_identity(info, obj)
-        meta = _meta(obj)
+        strategy.check_identity(info, obj)
+        meta = metadata(obj)
         ns = (namespace or "") if info.namespaced else ""
         if meta.get("name") != name:
-            raise _name_mismatch(meta.get("name"), name)
+            raise strategy.name_mismatch(meta.get("name"), name)
         if info.namespaced:
             if meta.get("namespace") in (None, ""):
                 meta["namespace"] = ns
@@ -708,58 +605,21 @@ class Store:
         wanted_rv = meta.get("resourceVersion")
         if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
             raise conflict(info.plural, info.group, name)
-
-        if subresource == "status":
-            new = json.loads(current.raw)
-            if "status" in obj:
-                new["status"] = obj["status"]
-            else:
-                new.pop("status", None)
-        elif subresource == "finalize" and info.key == "namespaces":
-            # Only the namespace finalize subresource may change spec.finalizers.
-            new = json.loads(current.raw)
-            new.setdefault("spec", {})["finalizers"] = (obj.get("spec") or {}).get(
-                "finalizers"
-            ) or []
-        elif subresource is not None:
-            raise ApiError(404, f"the server could not find the requested resource ({subresource})")
-        else:
-            new = obj
-            if info.key == "namespaces" and "finalizers" in (old.get("spec") or {}):
-                new.setdefault("spec", {})["finalizers"] = copy.deepcopy(old["spec"]["finalizers"])
-            if info.has_status and not privileged:
-                if "status" in old:
-                    new["status"] = copy.deepcopy(old["status"])
-                else:
-                    new.pop("status", None)
-        new_meta = _meta(new)
+        new = strategy.prepare_for_update(
+            info, obj, old, subresource=subresource, privileged=privileged
+        )
+        strategy.apply_defaults(info, new, old, self.cluster_ips)
+        strategy.bump_generation(info, new, old)
+        strategy.validate(info, new, old)
+        if dry_run:
+            return Stored.of(info, new)
+        if strategy.same_object(new, old):
+            return current
         old_meta = old["metadata"]
-        for key in (
-            "uid",
-            "creationTimestamp",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "generation",
-        ):
-            if key in old_meta:
-                new_meta[key] = old_meta[key]
-            else:
-                new_meta.pop(key, None)
-        new_meta["resourceVersion"] = old_meta["resourceVersion"]
-        self._apply_defaults(info, new, old)
-        if _content(new) != _content(old) or (
-            info.key == "endpointslices.discovery.k8s.io"
-            and new_meta.get("labels") != old_meta.get("labels")
-        ):
-            # EndpointSlices also bump generation on label changes (registry PrepareForUpdate).
-            new_meta["generation"] = int(old_meta.get("generation", 0)) + 1
-        self._validate(info, new, old)
-        if dry_run or _same_object(new, old):
-            return current if not dry_run else Stored.of(info, new)
         if (
             old_meta.get("deletionTimestamp")
             and not old_meta.get("deletionGracePeriodSeconds")
-            and not has_finalizers(info, new)
+            and not strategy.has_finalizers(info, new)
         ):
             # The last finalizer is gone from an object being deleted: it goes away now.
             return self._commit_or_dry(info, DELETED, new, old, False)
@@ -844,7 +704,7 @@ class Store:
                 if not meta["finalizers"]:
                     meta.pop("finalizers")
                 return self._commit_or_dry(info, MODIFIED, new, old, dry_run)
-        grace = self._grace_period(info, old, grace_period_seconds)
+        grace = strategy.grace_period(info, old, grace_period_seconds)
         if grace > 0:
             existing = old_meta.get("deletionGracePeriodSeconds")
             if old_meta.get("deletionTimestamp") and existing is not None and existing <= grace:
@@ -879,19 +739,6 @@ class Store:
         if event_type == DELETED and info.key == "services":
             self.cluster_ips.release((new.get("spec") or {}).get("clusterIP", ""))
         return self._commit(info, event_type, new, old)
-
-    @staticmethod
-    def _grace_period(info: ResourceInfo, obj: JSON, requested: int | None) -> int:
-        """Only scheduled, non-terminal Pods are deleted gracefully (as by a kubelet)."""
-        if info.key != "pods":
-            return 0
-        spec = obj.get("spec") or {}
-        phase = (obj.get("status") or {}).get("phase")
-        if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
-            return 0
-        if requested is not None:
-            return max(0, int(requested))
-        return int(spec.get("terminationGracePeriodSeconds", 30))
 
     def finish_graceful_deletion(
         self, info: ResourceInfo, namespace: str, name: str, uid: str
