@@ -12,9 +12,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import yaml
 from aiohttp import web
 
-from endpointslice_operator.testing import resources
+from endpointslice_operator.testing import protobuf, resources
 from endpointslice_operator.testing.errors import ApiError, Cause, bad_request, expired
 from endpointslice_operator.testing.faults import FaultInjector
 from endpointslice_operator.testing.requestlog import RequestLog, RequestRecord
@@ -314,10 +315,28 @@ class ApiApp:
 
     @staticmethod
     async def _body(request: web.Request, *, any_json: bool = False) -> Any:
+        """The request body as JSON data; JSON and YAML are accepted for POST and PUT (a PATCH
+        body is JSON whatever its patch media type). Protobuf and CBOR get a 415, after which
+        client-go falls back to JSON."""
         raw = await request.read()
+        media = request.content_type.lower()
         try:
-            body = json.loads(raw) if raw else None
-        except ValueError as error:
+            if not raw:
+                body = None
+            elif any_json or media in ("application/json", "application/octet-stream", ""):
+                body = json.loads(raw)
+            elif media in ("application/yaml", "application/x-yaml", "text/yaml"):
+                body = yaml.safe_load(raw)
+            elif media == protobuf.MEDIA_TYPE:
+                body = protobuf.decode(raw)
+            else:
+                raise ApiError(
+                    415,
+                    "the body of the request was in an unknown format - accepted media types "
+                    "include: application/json, application/yaml",
+                    reason="UnsupportedMediaType",
+                )
+        except (ValueError, yaml.YAMLError) as error:
             raise bad_request(f"couldn't get version/kind; json parse error: {error}")
         if any_json:
             return body

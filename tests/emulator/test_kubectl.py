@@ -161,3 +161,14 @@ async def test_get_endpointslices_by_label(emu: Emulator) -> None:
     assert [item["metadata"]["name"] for item in body["items"]] == ["web-a"]
     body = await get_json(emu, "endpointslices", "-l", "kubernetes.io/service-name!=web")
     assert body["items"] == []
+
+
+async def test_create_and_delete_a_namespace(emu: Emulator, manifest: Path) -> None:
+    # kubectl's generators send protobuf; Namespaces are decoded, and deletion waits for the
+    # namespace to be emptied and finalized.
+    assert (await kubectl(emu, "create", "namespace", "team")).strip() == "namespace/team created"
+    await kubectl(emu, "-n", "team", "create", "-f", str(manifest), "--validate=false")
+    out = await kubectl(emu, "delete", "namespace", "team", "--wait=true", "--timeout=20s")
+    assert out.strip() == 'namespace "team" deleted'
+    assert emu.store.get("namespaces", None, "team") is None
+    assert emu.store.get("services", "team", "web") is None
