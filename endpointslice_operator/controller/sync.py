@@ -244,6 +244,10 @@ class ServiceSyncer:
         for address_type, numbers in plan.metrics.items():
             self.metrics.observe_endpoints_per_sync(numbers.added, numbers.removed)
             self.metrics_cache.update_service(key, address_type, numbers.port_cache)
+        # A Service that stopped supporting a family (dual-stack -> single-stack) must not keep
+        # that family's numbers in the gauges.
+        for address_type in self.metrics_cache.address_types(key) - plan.metrics.keys():
+            self.metrics_cache.remove_address_type(key, address_type)
         self.metrics_cache.update_traffic_distribution(key, plan.traffic_distribution_label or None)
         self._publish_gauges()
 

@@ -123,6 +123,10 @@ class MetricsCache:
         self._totals_by_entry[entry] = new
         self._address_types.setdefault(service_key, set()).add(address_type)
 
+    def address_types(self, service_key: str) -> frozenset[str]:
+        """The address types currently counted for a Service."""
+        return frozenset(self._address_types.get(service_key, ()))
+
     def remove_address_type(self, service_key: str, address_type: str) -> None:
         """Forget one address type of a Service (it no longer supports that family)."""
         old = self._totals_by_entry.pop((service_key, address_type), None)

@@ -235,3 +235,27 @@ async def test_many_different_messages_are_combined_into_one_event(world: World)
         await recorder.record(service, "Warning", "Flaky", "fresh")
         fresh = [e for e in world.emu.store.list("events", NS) if e["message"] == "fresh"]
         assert len(fresh) == 1
+
+
+async def test_a_family_dropped_by_the_service_leaves_the_gauges(world: World) -> None:
+    svc = world.emu.store.get("services", NS, "web")
+    assert svc is not None
+    svc["spec"]["ipFamilies"] = ["IPv4", "IPv6"]
+    world.emu.store.update(svc)
+    pod = world.emu.store.get("pods", NS, "web-0")
+    assert pod is not None
+    pod["status"]["podIPs"] = [{"ip": "10.0.0.1"}, {"ip": "fd00::1"}]
+    world.emu.store.update(pod, subresource="status")
+    world.load()
+    await world.syncer.sync(f"{NS}/web")
+    assert world.metrics.sample_value("endpoint_slice_controller_num_endpoint_slices", {}) == 2
+    assert world.metrics.sample_value("endpoint_slice_controller_endpoints_desired", {}) == 2
+
+    svc = world.emu.store.get("services", NS, "web")
+    assert svc is not None
+    svc["spec"]["ipFamilies"] = ["IPv4"]
+    world.emu.store.update(svc)
+    world.load()
+    await world.syncer.sync(f"{NS}/web")
+    assert world.metrics.sample_value("endpoint_slice_controller_num_endpoint_slices", {}) == 1
+    assert world.metrics.sample_value("endpoint_slice_controller_endpoints_desired", {}) == 1
