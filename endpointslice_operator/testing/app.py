@@ -15,14 +15,21 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from aiohttp import web
 
-from endpointslice_operator.testing import protobuf, resources
+from endpointslice_operator.testing import protobuf, resources, tables
 from endpointslice_operator.testing.errors import ApiError, Cause, bad_request, expired
 from endpointslice_operator.testing.faults import FaultInjector
 from endpointslice_operator.testing.requestlog import RequestLog, RequestRecord
 from endpointslice_operator.testing.resources import ResourceInfo
 from endpointslice_operator.testing.selectors import parse_field_selector, parse_label_selector
 from endpointslice_operator.testing.store import Store, Stored
-from endpointslice_operator.testing.watch import DELETED, Event, bookmark_line, encode, error_line
+from endpointslice_operator.testing.watch import (
+    DELETED,
+    Event,
+    Render,
+    bookmark_line,
+    encode,
+    error_line,
+)
 
 if TYPE_CHECKING:
     from endpointslice_operator.testing.server import Emulator
@@ -248,7 +255,11 @@ class ApiApp:
         query = request.query
         dry_run = "All" in query.getall("dryRun", [])
         if verb == "get":
-            return json_response(self.store.stored(info, ns, name).raw)
+            raw = self.store.stored(info, ns, name).raw
+            table_version = tables.wants_table(request.headers.get("Accept", ""))
+            if table_version is not None:
+                return json_response(self._table(request, info, [raw], table_version, {}))
+            return json_response(raw)
         if verb == "list":
             return self._list(request, target)
         if verb == "create":
@@ -440,11 +451,31 @@ class ApiApp:
                 break
             raws.append(raw)
             last_key = key
+        table_version = tables.wants_table(request.headers.get("Accept", ""))
+        if table_version is not None:
+            return json_response(self._table(request, info, raws, table_version, metadata))
         head = encode(
             {"kind": info.list_kind, "apiVersion": info.api_version, "metadata": metadata}
         )
         body = head[:-1] + b',"items":[' + b",".join(raws) + b"]}"
         return json_response(body)
+
+    def _table(
+        self,
+        request: web.Request,
+        info: ResourceInfo,
+        raws: list[bytes],
+        version: str,
+        metadata: JSON,
+    ) -> JSON:
+        return tables.table(
+            info,
+            (json.loads(raw) for raw in raws),
+            version=version,
+            now=self.store.clock(),
+            include=request.query.get("includeObject", "Metadata"),
+            metadata=metadata,
+        )
 
     @staticmethod
     def _resource_version(text: str) -> int:
@@ -487,6 +518,19 @@ class ApiApp:
 
     # -----------------------------------------------------------------------------------------
     # Watch
+
+    def _table_render(self, request: web.Request, info: ResourceInfo) -> Render | None:
+        """Watch events as one-row Tables when asked (``kubectl get -w``)."""
+        version = tables.wants_table(request.headers.get("Accept", ""))
+        if version is None:
+            return None
+        include = request.query.get("includeObject", "Metadata")
+
+        def render(obj: JSON) -> bytes:
+            now = self.store.clock()
+            return encode(tables.table(info, [obj], version=version, now=now, include=include))
+
+        return render
 
     async def _watch(
         self, request: web.Request, target: Target, record: Callable[[int], None]
@@ -531,7 +575,14 @@ class ApiApp:
             await response.write_eof()
             return response
         try:
-            watcher = self.store.watch(info, target.namespace, labels, fields, since)
+            watcher = self.store.watch(
+                info,
+                target.namespace,
+                labels,
+                fields,
+                since,
+                render=self._table_render(request, info),
+            )
         except ApiError as error:
             await response.prepare(request)
             await response.write(error_line(error.status()))

@@ -48,7 +48,15 @@ from endpointslice_operator.testing.selectors import (
     parse_label_selector,
 )
 from endpointslice_operator.testing.strategy import metadata
-from endpointslice_operator.testing.watch import ADDED, DELETED, MODIFIED, Event, Watcher, encode
+from endpointslice_operator.testing.watch import (
+    ADDED,
+    DELETED,
+    MODIFIED,
+    Event,
+    Render,
+    Watcher,
+    encode,
+)
 
 JSON = dict[str, Any]
 Listener = Callable[[Event], None]
@@ -357,6 +365,7 @@ class Store:
         labels: LabelSelector,
         fields: FieldSelector,
         since: int | None,
+        render: Render | None = None,
     ) -> Watcher:
         """Register a watcher, first filled with the events after ``since`` (or, when ``since``
         is None, with ``ADDED`` for every current object). Raises 410 if ``since`` is compacted.
@@ -367,10 +376,11 @@ class Store:
             labels,
             fields,
             max_pending=self.max_pending,
+            render=render,
         )
         if since is None:
             for _, stored in self.iter_stored(info, watcher.namespace, labels, fields):
-                watcher.push(b'{"type":"ADDED","object":' + stored.raw + b"}\n")
+                watcher.offer_object(ADDED, stored.raw)
         else:
             self.check_not_compacted(info, since)
             history = self._history[info.key]

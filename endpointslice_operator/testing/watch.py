@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +13,7 @@ from endpointslice_operator.testing.resources import ResourceInfo
 from endpointslice_operator.testing.selectors import FieldSelector, LabelSelector
 
 JSON = dict[str, Any]
+Render = Callable[[JSON], bytes]
 
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
 
@@ -62,12 +64,14 @@ class Watcher:
         fields: FieldSelector,
         *,
         max_pending: int,
+        render: Render | None = None,
     ) -> None:
         self.info = info
         self.namespace = namespace
         self.labels = labels
         self.fields = fields
         self.max_pending = max_pending
+        self.render = render  # another encoding of objects (server-side printed Tables)
         self.pending: deque[bytes] = deque()
         self.overflowed = False
         self.closed = False
@@ -102,8 +106,19 @@ class Watcher:
 
     def offer(self, event: Event) -> None:
         event_type = self.classify(event)
-        if event_type is not None:
+        if event_type is None:
+            return
+        if self.render is None:
             self.push(event.line(event_type))
+        else:
+            self.push(event_line(event_type, self.render(event.obj)))
+
+    def offer_object(self, event_type: str, raw: bytes) -> None:
+        """An event for an encoded object (the synthetic ADDED of a watch's initial state)."""
+        if self.render is None:
+            self.push(event_line(event_type, raw))
+        else:
+            self.push(event_line(event_type, self.render(json.loads(raw))))
 
     def push(self, line: bytes) -> None:
         if self.closed:

@@ -1,0 +1,131 @@
+"""Server-side printing for ``kubectl get``: meta.k8s.io Tables with the upstream columns."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aiohttp
+import pytest
+
+from endpointslice_operator.testing import Emulator
+from endpointslice_operator.testing.tables import human_duration, wants_table
+from tests.emulator.conftest import SLICES, endpoint_slice
+
+KUBECTL_ACCEPT = (
+    "application/json;as=Table;v=v1;g=meta.k8s.io,"
+    "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+)
+
+
+def test_accept_negotiation() -> None:
+    assert wants_table(KUBECTL_ACCEPT) == "meta.k8s.io/v1"
+    assert wants_table("application/json;as=Table;v=v1beta1;g=meta.k8s.io") == "meta.k8s.io/v1beta1"
+    assert wants_table("application/json") is None
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0, "0s"), (-5, "<invalid>"), (119, "119s"), (125, "2m5s"), (600, "10m"),
+     (3 * 3600 + 60, "3h1m"), (20 * 3600, "20h"), (50 * 3600, "2d2h"), (30 * 86400, "30d"),
+     (800 * 86400, "2y70d")],
+)  # fmt: skip
+def test_human_duration(seconds: int, text: str) -> None:
+    assert human_duration(seconds) == text
+
+
+async def get_table(emu: Emulator, path: str, **params: str) -> Any:
+
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(emu.url + path, params=params, headers={"Accept": KUBECTL_ACCEPT}) as response,
+    ):
+        assert response.status == 200
+        return await response.json()
+
+
+async def test_endpoint_slice_table(emu: Emulator) -> None:
+    addresses = [{"addresses": [f"10.0.0.{i}"]} for i in range(1, 5)]
+    emu.store.create(endpoint_slice("web-abc", endpoints=addresses))
+    table = await get_table(emu, SLICES)
+    assert table["kind"] == "Table" and table["apiVersion"] == "meta.k8s.io/v1"
+    names = [c["name"] for c in table["columnDefinitions"]]
+    assert names == ["Name", "AddressType", "Ports", "Endpoints", "Age"]
+    [row] = table["rows"]
+    assert row["cells"][:4] == ["web-abc", "IPv4", "80", "10.0.0.1,10.0.0.2,10.0.0.3 + 1 more..."]
+    assert row["object"]["kind"] == "PartialObjectMetadata"
+    assert row["object"]["metadata"]["name"] == "web-abc"
+    assert table["metadata"]["resourceVersion"] == str(emu.store.resource_version)
+
+
+async def test_single_object_tables_and_node_columns(emu: Emulator) -> None:
+    emu.store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "n1", "labels": {"node-role.kubernetes.io/worker": ""}},
+            "spec": {"unschedulable": True},
+            "status": {
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "nodeInfo": {"kubeletVersion": "v1.32.1"},
+            },
+        }
+    )
+    table = await get_table(emu, "/api/v1/nodes/n1", includeObject="Object")
+    assert [c["name"] for c in table["columnDefinitions"]] == [
+        "Name",
+        "Status",
+        "Roles",
+        "Age",
+        "Version",
+    ]
+    [row] = table["rows"]
+    assert row["cells"][:3] == ["n1", "Ready,SchedulingDisabled", "worker"]
+    assert row["cells"][4] == "v1.32.1"
+    assert row["object"]["kind"] == "Node"
+
+
+async def test_service_and_pod_cells(emu: Emulator) -> None:
+    emu.store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "web"},
+            "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 30080}]},
+        }
+    )
+    emu.store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "a", "image": "i"}, {"name": "b", "image": "i"}]},
+            "status": {
+                "phase": "Running",
+                "containerStatuses": [{"name": "a", "ready": True, "restartCount": 2}],
+            },
+        }
+    )
+    service = await get_table(emu, "/api/v1/namespaces/default/services")
+    cells = service["rows"][0]["cells"]
+    assert cells[1] == "NodePort" and cells[3:5] == ["<none>", "80:30080/TCP"]
+    pods = await get_table(emu, "/api/v1/namespaces/default/pods", includeObject="None")
+    assert pods["rows"][0]["cells"][:4] == ["p", "1/2", "Running", 2]
+    assert "object" not in pods["rows"][0]
+
+
+async def test_watch_events_are_one_row_tables(emu: Emulator) -> None:
+
+    emu.store.create(endpoint_slice("web"))
+    params = {"watch": "1", "timeoutSeconds": "0.3"}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(
+            emu.url + SLICES, params=params, headers={"Accept": KUBECTL_ACCEPT}
+        ) as response,
+    ):
+        lines = (await response.read()).splitlines()
+    event = json.loads(lines[0])
+    assert event["type"] == "ADDED"
+    assert event["object"]["kind"] == "Table"
+    assert event["object"]["rows"][0]["cells"][0] == "web"
