@@ -18,7 +18,7 @@ import kopf
 import pytest
 import yaml
 
-from endpointslice_operator.testing import Emulator, FaultConfig, run_emulator
+from endpointslice_operator.testing import Emulator, FaultConfig, RequestLog, run_emulator
 from tests.emulator.conftest import endpoint_slice, pod
 
 Seen = tuple[str, str | None, str, str]  # (plural, event type, name, resourceVersion)
@@ -138,6 +138,14 @@ def service(name: str) -> dict[str, Any]:
     }
 
 
+def slice_watches(log: RequestLog) -> int:
+    return log.count(verb="watch", resource="endpointslices")
+
+
+def more_watches_than(count: int) -> Callable[[RequestLog], bool]:
+    return lambda log: slice_watches(log) > count
+
+
 def _bump(emu: Emulator, plural: str, namespace: str | None, name: str, value: str) -> str:
     updated = emu.store.patch(plural, namespace, name, {"metadata": {"labels": {"step": value}}})
     return str(updated["metadata"]["resourceVersion"])
@@ -203,11 +211,7 @@ async def test_resumes_after_dropped_streams_without_loss_or_duplicates() -> Non
             versions = []
             for step in range(5):
                 # Let the stream be cut and resumed (a new watch request) before each change.
-                watches = emu.requests.count(verb="watch", resource="endpointslices")
-                await emu.requests.wait_for(
-                    lambda log, n=watches: log.count(verb="watch", resource="endpointslices") > n,
-                    timeout=20,
-                )
+                await emu.requests.wait_for(more_watches_than(slice_watches(emu.requests)), 20)
                 versions.append(_bump(emu, "endpointslices", "default", "s", str(step)))
             await recorder.wait_for(lambda events: any(e[3] == versions[-1] for e in events))
         assert emu.requests.count(verb="watch", resource="endpointslices") > 2
