@@ -109,20 +109,11 @@ class ApiApp:
         try:
             discovery = self._discovery(request, parts)
             if discovery is not None:
-                self._record(
-                    "discovery" if request.method == "GET" else request.method.lower(),
-                    "",
-                    "",
-                    "",
-                    "",
-                    "",
-                    discovery.status,
-                    path,
-                )
+                self._record_path(request, discovery.status)
                 return discovery
             target = self._parse_target(parts)
         except ApiError as error:
-            self._record("get", "", "", "", "", "", error.code, path)
+            self._record_path(request, error.code)
             return error_response(error)
         verb = self._verb(request, target)
         info = target.info
@@ -149,6 +140,11 @@ class ApiApp:
             return error_response(error)
         record(response.status)
         return response
+
+    def _record_path(self, request: web.Request, code: int) -> None:
+        """A request outside the resource URLs (discovery, health, unknown paths)."""
+        verb = "discovery" if request.method == "GET" else request.method.lower()
+        self._record(verb, "", "", "", "", "", code, request.path)
 
     def _record(
         self,
