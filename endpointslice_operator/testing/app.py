@@ -39,6 +39,7 @@ logger = logging.getLogger(__name__)
 JSON = dict[str, Any]
 JSON_TYPE = "application/json"
 DEFAULT_WATCH_TIMEOUT = 1800.0  # kube-apiserver's --min-request-timeout
+FAULT_RECHECK_SECONDS = 1.0  # idle watches re-read the fault settings this often
 # Kinds whose DELETE answers with the object rather than a Status (ReturnDeletedObject).
 RETURNS_DELETED_OBJECT = frozenset({"pods"})
 NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
@@ -540,12 +541,7 @@ class ApiApp:
         rv_text = query.get("resourceVersion", "")
         since: int | None = None
         if rv_text and rv_text != "0" and not send_initial:
-            try:
-                since = int(rv_text)
-            except ValueError:
-                raise bad_request(
-                    f'resourceVersion: Invalid value: "{rv_text}": must be an integer'
-                )
+            since = self._resource_version(rv_text)
         timeout = DEFAULT_WATCH_TIMEOUT
         if query.get("timeoutSeconds"):
             try:
@@ -589,7 +585,6 @@ class ApiApp:
         loop = asyncio.get_running_loop()
         started = loop.time()
         deadline = started + timeout
-        drop_after = self.emulator.faults.watch_drop_seconds
         bookmark_every = self.emulator.bookmark_interval
         next_bookmark = started + bookmark_every if bookmarks else float("inf")
         try:
@@ -600,6 +595,7 @@ class ApiApp:
                 if watcher.closed:
                     break
                 now = loop.time()
+                drop_after = self.emulator.faults.watch_drop_seconds  # may change at runtime
                 drop_at = started + drop_after if drop_after > 0 else float("inf")
                 if now >= drop_at:
                     self.injector.record_watch_drop()
@@ -612,13 +608,12 @@ class ApiApp:
                     watcher.push(bookmark_line(info, self.store.resource_version))
                     next_bookmark = now + bookmark_every
                     continue
-                wait = min(deadline, drop_at, next_bookmark) - now
+                wait = min(deadline, drop_at, next_bookmark, now + FAULT_RECHECK_SECONDS) - now
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(watcher.wakeup.wait(), wait)
             await response.write_eof()
-        except (ConnectionResetError, asyncio.CancelledError) as error:
-            if isinstance(error, asyncio.CancelledError) and not self.emulator.stopping:
-                raise
+        except ConnectionResetError:
+            pass  # the client went away; nothing more to send
         finally:
             self.store.unwatch(watcher)
         return response

@@ -74,7 +74,6 @@ class Emulator:
         self.host = host
         self.requested_port = port
         self.bookmark_interval = bookmark_interval
-        self.stopping = False
         self._kubeconfig_path = kubeconfig_path
         self._owns_kubeconfig = kubeconfig_path is None
         self._runner: web.AppRunner | None = None
@@ -121,7 +120,6 @@ class Emulator:
     async def start(self) -> None:
         if self._runner is not None:
             raise RuntimeError("the emulator is already running")
-        self.stopping = False
         api = ApiApp(self)
         runner = web.AppRunner(
             api.app,
@@ -147,7 +145,6 @@ class Emulator:
     async def stop(self) -> None:
         if self._runner is None:
             return
-        self.stopping = True
         self.store.close_watchers()
         await self.controllers.stop()
         await self._runner.cleanup()

@@ -115,3 +115,17 @@ async def test_gone_on_resume(emu: Emulator, client: Client) -> None:
         emu.url + SLICES, params={"watch": "1", "timeoutSeconds": "0.1"}
     ) as response:
         assert b"ERROR" not in await response.read()
+
+
+@pytest.mark.looptime
+async def test_watch_drop_enabled_at_runtime_cuts_open_streams(
+    emu: Emulator, client: Client
+) -> None:
+    with pytest.raises(aiohttp.ClientPayloadError):
+        async with client.session.get(emu.url + SLICES, params={"watch": "1"}) as response:
+            await asyncio.sleep(5)  # virtual time: the stream is idle and intact
+            assert emu.faults_injected["watch_drop"] == 0
+            emu.faults.watch_drop_seconds = 10  # counted from the stream's start
+            await response.read()
+    assert emu.faults_injected["watch_drop"] == 1
+    assert asyncio.get_running_loop().time() == pytest.approx(10, abs=1.1)
