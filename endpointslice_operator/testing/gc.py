@@ -122,7 +122,7 @@ class Controllers:
         self._timers.pop(uid, None)
         try:
             self.store.finish_graceful_deletion(info, namespace, name, uid)
-        except ApiError as error:  # pragma: no cover - defensive: the pod changed meanwhile
+        except ApiError as error:  # the pod changed meanwhile (e.g. a finalizer was added)
             logger.debug("graceful deletion of %s/%s failed: %s", namespace, name, error)
 
     # -----------------------------------------------------------------------------------------
@@ -147,6 +147,11 @@ class Controllers:
                     # Conflicts with concurrent writers: the next event re-queues the object.
                     logger.debug(
                         "controller action %s on %s/%s: %s", action, namespace, name, error
+                    )
+                except Exception:
+                    # A bug here must not stop garbage collection for the rest of the run.
+                    logger.exception(
+                        "controller action %s on %s/%s failed", action, namespace, name
                     )
                 await asyncio.sleep(0)
             if not self._queue:
