@@ -144,11 +144,15 @@ class ResourceRegistry:
             raise ApiError(400, f'no kind "{kind}" is registered for version "{api_version}"')
 
     def lookup(self, name: str) -> ResourceInfo:
-        """Resolve ``pods``, ``Pod``, ``po``, ``endpointslices.discovery.k8s.io``, ``v1/Pod``."""
+        """Resolve ``pods``, ``Pod``, ``po``, ``endpointslices.discovery.k8s.io``, ``v1/Pod``,
+        ``discovery.k8s.io/v1/EndpointSlice`` or ``discovery.k8s.io/v1/endpointslices``."""
         found = self._by_name.get(name)
         if found is None and "/" in name:
-            api_version, _, kind = name.rpartition("/")
-            found = self._by_gvk.get((api_version, kind))
+            api_version, _, last = name.rpartition("/")
+            group, _, version = api_version.rpartition("/")
+            found = self._by_gvk.get((api_version, last)) or self._by_url.get(
+                (group, version, last)
+            )
         if found is None:
             raise KeyError(f"unknown resource {name!r}")
         return found

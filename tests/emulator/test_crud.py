@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from endpointslice_operator.testing import Emulator
 from tests.emulator.conftest import SLICES, Client, endpoint_slice
 
@@ -101,3 +103,20 @@ async def test_dry_run_validates_without_storing(emu: Emulator, client: Client) 
     assert emu.store.get("endpointslices", "default", "dry") is None
     assert emu.store.get("endpointslices", "default", "real") is not None
     assert emu.store.resource_version == before + 1
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "endpointslices",
+        "EndpointSlice",
+        "endpointslice",
+        "endpointslices.discovery.k8s.io",
+        "discovery.k8s.io/v1/EndpointSlice",
+        "discovery.k8s.io/v1/endpointslices",
+    ],
+)
+def test_store_resource_spellings(emu: Emulator, spelling: str) -> None:
+    assert emu.store.resolve(spelling).key == "endpointslices.discovery.k8s.io"
+    assert emu.store.resolve("v1/Pod").plural == emu.store.resolve("po").plural == "pods"
+    assert emu.store.resolve("events").group == ""  # the core group wins, as in kubectl
