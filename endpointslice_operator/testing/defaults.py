@@ -10,29 +10,59 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
+from endpointslice_operator.testing.errors import invalid
+from endpointslice_operator.testing.validation import invalid_value
+
 JSON = dict[str, Any]
 
 
+FAMILIES = ("IPv4", "IPv6")
+SERVICE_CIDRS = {"IPv4": "10.96.0.0/12", "IPv6": "fd00:10:96::/108"}
+FIRST_OFFSET = 10  # the first addresses are kept for kubernetes/kube-dns, as in clusters
+
+
+def ip_family(ip: str) -> str:
+    return f"IPv{ipaddress.ip_address(ip).version}"
+
+
 class ClusterIPAllocator:
-    """Hands out Service cluster IPs from a range, sequentially, never reusing one in use."""
+    """Hands out Service cluster IPs of both families (the emulated cluster is dual-stack,
+    IPv4 first), sequentially, never one in use."""
 
-    def __init__(self, cidr: str = "10.96.0.0/12") -> None:
-        self.network = ipaddress.ip_network(cidr)
-        self._next = 10  # the first addresses are kept for kubernetes/kube-dns, as in clusters
+    def __init__(self, cidrs: dict[str, str] | None = None) -> None:
+        self.networks = {f: ipaddress.ip_network(c) for f, c in (cidrs or SERVICE_CIDRS).items()}
+        self._next = dict.fromkeys(self.networks, FIRST_OFFSET)
         self._used: set[str] = set()
+        self._pending: list[str] = []  # taken by the write in progress
 
-    def allocate(self) -> str:
-        size = self.network.num_addresses
+    def allocate(self, family: str = "IPv4") -> str:
+        network = self.networks[family]
+        size = min(network.num_addresses, 1 << 20)
         for _ in range(size):
-            candidate = str(self.network.network_address + self._next)
-            self._next = self._next + 1 if self._next + 2 < size else 1
+            offset = self._next[family]
+            self._next[family] = offset + 1 if offset + 2 < size else 1
+            candidate = str(network.network_address + offset)
             if candidate not in self._used:
-                self._used.add(candidate)
+                self.reserve(candidate)
                 return candidate
-        raise RuntimeError("service cluster IP range is exhausted")
+        raise RuntimeError(f"the {family} service cluster IP range is exhausted")
 
     def reserve(self, ip: str) -> None:
         self._used.add(ip)
+        self._pending.append(ip)
+
+    def commit(self) -> None:
+        """Keep what the current write took."""
+        self._pending.clear()
+
+    def rollback(self) -> None:
+        """Give back what the current write took (it failed or was a dry run)."""
+        for ip in self._pending:
+            self._used.discard(ip)
+        self._pending.clear()
+
+    def in_use(self, ip: str) -> bool:
+        return ip in self._used
 
     def release(self, ip: str) -> None:
         self._used.discard(ip)
@@ -52,23 +82,53 @@ def default_service(obj: JSON, old: JSON | None, allocator: ClusterIPAllocator) 
             port.setdefault("targetPort", port.get("port"))
     if service_type == "ExternalName":
         return
-    old_spec = (old or {}).get("spec") or {}
-    cluster_ip = spec.get("clusterIP") or old_spec.get("clusterIP")
-    if not cluster_ip:
-        cluster_ip = allocator.allocate()
-    elif cluster_ip != "None" and old is None:
-        allocator.reserve(cluster_ip)
-    spec["clusterIP"] = cluster_ip
-    spec.setdefault("clusterIPs", old_spec.get("clusterIPs") or [cluster_ip])
-    if "ipFamilies" not in spec:
-        if old_spec.get("ipFamilies"):
-            spec["ipFamilies"] = old_spec["ipFamilies"]
-        elif cluster_ip == "None":
-            spec["ipFamilies"] = ["IPv4"]
-        else:
-            version = ipaddress.ip_address(cluster_ip).version
-            spec["ipFamilies"] = [f"IPv{version}"]
-    spec.setdefault("ipFamilyPolicy", old_spec.get("ipFamilyPolicy") or "SingleStack")
+    name = (obj.get("metadata") or {}).get("name", "")
+    _default_ip_families(spec, (old or {}).get("spec") or {}, allocator, name, creating=old is None)
+
+
+def _default_ip_families(
+    spec: JSON, old_spec: JSON, allocator: ClusterIPAllocator, spec_name: str, *, creating: bool
+) -> None:
+    """clusterIP(s), ipFamilies and ipFamilyPolicy as the service registry fills them in.
+
+    Families come from the request, else from the given IPs, else the primary (IPv4); a
+    dual-stack policy adds the other family. Headless Services get no IPs; selectorless
+    headless ones default to RequireDualStack.
+    """
+    given_ips = list(spec.get("clusterIPs") or [])
+    if not given_ips and spec.get("clusterIP"):
+        given_ips = [spec["clusterIP"]]
+    if not given_ips:
+        given_ips = list(old_spec.get("clusterIPs") or [])
+    headless = given_ips[:1] == ["None"]
+    families = list(spec.get("ipFamilies") or old_spec.get("ipFamilies") or [])
+    if not families:
+        families = [ip_family(ip) for ip in given_ips if ip != "None"] or [FAMILIES[0]]
+    policy = spec.get("ipFamilyPolicy") or old_spec.get("ipFamilyPolicy")
+    if policy is None:
+        policy = "RequireDualStack" if headless and not spec.get("selector") else "SingleStack"
+    if policy in ("PreferDualStack", "RequireDualStack") and len(families) == 1:
+        other = [f for f in FAMILIES if f != families[0]]
+        families += other[:1]
+    spec["ipFamilyPolicy"] = policy
+    spec["ipFamilies"] = families
+    if headless:
+        spec["clusterIP"], spec["clusterIPs"] = "None", ["None"]
+        return
+    ips = [ip for ip in given_ips if ip != "None"]
+    if creating:
+        for ip in ips:
+            if allocator.in_use(ip):
+                cause = invalid_value(
+                    "spec.clusterIPs",
+                    ips,
+                    f"failed to allocate IP {ip}: provided IP is already allocated",
+                )
+                raise invalid("Service", "", spec_name, [cause])
+            allocator.reserve(ip)
+    missing = [family for family in families[len(ips) :] if family in allocator.networks]
+    ips.extend(allocator.allocate(family) for family in missing)
+    spec["clusterIP"], spec["clusterIPs"] = ips[0], ips
 
 
 def default_pod(obj: JSON, old: JSON | None) -> None:

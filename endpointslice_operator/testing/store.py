@@ -16,6 +16,7 @@ unless a grace period is given).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import time
@@ -467,6 +468,17 @@ class Store:
         dry_run: bool = False,
     ) -> Event | Stored:
         """POST semantics; takes ownership of ``obj``."""
+        with self._allocations(dry_run):
+            return self._create(info, obj, keep_status=keep_status, dry_run=dry_run)
+
+    def _create(
+        self,
+        info: ResourceInfo,
+        obj: JSON,
+        *,
+        keep_status: bool = False,
+        dry_run: bool = False,
+    ) -> Event | Stored:
         strategy.check_identity(info, obj)
         meta = metadata(obj)
         if meta.get("resourceVersion"):
@@ -590,6 +602,37 @@ class Store:
         from_patch: bool = False,
     ) -> Event | Stored:
         """PUT semantics; takes ownership of ``obj``."""
+        with self._allocations(dry_run):
+            return self._update(
+                info, namespace, name, obj, subresource=subresource,
+                privileged=privileged, dry_run=dry_run, from_patch=from_patch,
+            )  # fmt: skip
+
+    @contextlib.contextmanager
+    def _allocations(self, dry_run: bool) -> Iterator[None]:
+        """Cluster IPs taken by a write are kept only if it is stored."""
+        try:
+            yield
+        except BaseException:
+            self.cluster_ips.rollback()
+            raise
+        if dry_run:
+            self.cluster_ips.rollback()
+        else:
+            self.cluster_ips.commit()
+
+    def _update(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        name: str,
+        obj: JSON,
+        *,
+        subresource: str | None = None,
+        privileged: bool = False,
+        dry_run: bool = False,
+        from_patch: bool = False,
+    ) -> Event | Stored:
         strategy.check_identity(info, obj)
         meta = metadata(obj)
         ns = (namespace or "") if info.namespaced else ""
@@ -609,7 +652,7 @@ class Store:
         except ApiError:
             if info.allow_create_on_update and subresource is None and not from_patch:
                 meta.pop("resourceVersion", None)
-                return self.api_create(info, obj, keep_status=privileged, dry_run=dry_run)
+                return self._create(info, obj, keep_status=privileged, dry_run=dry_run)
             raise
         old = current.obj
         wanted_rv = meta.get("resourceVersion")
@@ -747,7 +790,8 @@ class Store:
         if dry_run:
             return Stored.of(info, new)
         if event_type == DELETED and info.key == "services":
-            self.cluster_ips.release((new.get("spec") or {}).get("clusterIP", ""))
+            for ip in (new.get("spec") or {}).get("clusterIPs") or []:
+                self.cluster_ips.release(ip)
         return self._commit(info, event_type, new, old)
 
     def finish_graceful_deletion(

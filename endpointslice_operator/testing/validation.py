@@ -623,6 +623,7 @@ def validate_service(obj: JSON, old: JSON | None) -> list[Cause]:
             detail = "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)"
             causes.append(invalid_value(f"{base}.targetPort", target, detail))
     causes.extend(validate_labels(spec.get("selector"), "spec.selector"))
+    causes.extend(_validate_ip_families(spec))
     if old is not None:
         old_spec = old.get("spec") or {}
         old_ip = old_spec.get("clusterIP")
@@ -633,6 +634,36 @@ def validate_service(obj: JSON, old: JSON | None) -> list[Cause]:
             and service_type != "ExternalName"
         ):
             causes.append(immutable("spec.clusterIP", spec.get("clusterIP")))
+    return causes
+
+
+IP_FAMILY_POLICIES = ("PreferDualStack", "RequireDualStack", "SingleStack")
+
+
+def _validate_ip_families(spec: JSON) -> list[Cause]:
+    causes: list[Cause] = []
+    families = spec.get("ipFamilies") or []
+    seen: set[str] = set()
+    for i, family in enumerate(families):
+        if family not in ("IPv4", "IPv6"):
+            causes.append(not_supported(f"spec.ipFamilies[{i}]", family, ("IPv4", "IPv6")))
+        elif family in seen:
+            causes.append(duplicate(f"spec.ipFamilies[{i}]", family))
+        seen.add(family)
+    if len(families) > 2:
+        causes.append(invalid_value("spec.ipFamilies", families, "may specify no more than 2"))
+    policy = spec.get("ipFamilyPolicy")
+    if policy is not None and policy not in IP_FAMILY_POLICIES:
+        causes.append(not_supported("spec.ipFamilyPolicy", policy, IP_FAMILY_POLICIES))
+    elif policy == "SingleStack" and len(families) > 1:
+        causes.append(
+            invalid_value(
+                "spec.ipFamilyPolicy",
+                policy,
+                "must be RequireDualStack or PreferDualStack when multiple 'ipFamilies' are "
+                "specified",
+            )
+        )
     return causes
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 import pytest
 
 from endpointslice_operator.testing import Emulator
+from endpointslice_operator.testing.defaults import ip_family
+from endpointslice_operator.testing.errors import ApiError
 from endpointslice_operator.testing.validation import (
     dns1035_label_errors,
     dns1123_label_errors,
@@ -235,3 +238,62 @@ async def test_cluster_scoped_objects_lose_a_given_namespace(client: Client) -> 
     status, body = await client.post("/api/v1/nodes", node)
     assert status == 201
     assert "namespace" not in body["metadata"]
+
+
+def _service(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name},
+        "spec": {"selector": {"app": name}, "ports": [{"port": 80}], **spec},
+    }
+
+
+async def test_dual_stack_services(client: Client) -> None:
+    path = "/api/v1/namespaces/default/services"
+    _, single = await client.post(path, _service("single"))
+    assert single["spec"]["ipFamilyPolicy"] == "SingleStack"
+    assert single["spec"]["ipFamilies"] == ["IPv4"]
+    _, dual = await client.post(path, _service("dual", ipFamilyPolicy="PreferDualStack"))
+    spec = dual["spec"]
+    assert spec["ipFamilies"] == ["IPv4", "IPv6"]
+    assert [ip_family(ip) for ip in spec["clusterIPs"]] == ["IPv4", "IPv6"]
+    assert spec["clusterIP"] == spec["clusterIPs"][0]
+    _, v6 = await client.post(path, _service("v6", ipFamilies=["IPv6"]))
+    assert v6["spec"]["ipFamilies"] == ["IPv6"] and ":" in v6["spec"]["clusterIP"]
+    _, v6first = await client.post(
+        path, _service("v6first", ipFamilies=["IPv6"], ipFamilyPolicy="RequireDualStack")
+    )
+    assert v6first["spec"]["ipFamilies"] == ["IPv6", "IPv4"]
+    _, headless = await client.post(path, _service("hl", clusterIP="None"))
+    assert headless["spec"]["clusterIPs"] == ["None"]
+    assert headless["spec"]["ipFamilyPolicy"] == "SingleStack"
+    status, body = await client.post(path, _service("bad", ipFamilies=["IPv4", "IPv6"]))
+    assert status == 422
+    assert body["details"]["causes"][0]["field"] == "spec.ipFamilyPolicy"
+
+
+async def test_selectorless_headless_services_default_to_dual_stack(client: Client) -> None:
+    body = _service("hl", clusterIP="None")
+    del body["spec"]["selector"]
+    _, created = await client.post("/api/v1/namespaces/default/services", body)
+    assert created["spec"]["ipFamilyPolicy"] == "RequireDualStack"
+    assert created["spec"]["ipFamilies"] == ["IPv4", "IPv6"]
+
+
+async def test_cluster_ips_are_unique_and_released(emu: Emulator) -> None:
+    first = emu.store.create(_service("a"))["spec"]["clusterIP"]
+    second = emu.store.create(_service("b"))["spec"]["clusterIP"]
+    assert first != second
+    with pytest.raises(ApiError) as caught:
+        emu.store.create(_service("taken", clusterIP=second))
+    assert caught.value.code == 422
+    assert "provided IP is already allocated" in caught.value.message
+    # A failed create gives back the IP it took (IPs are handed out in order).
+    taken_by_failure = str(ipaddress.ip_address(second) + 1)
+    with pytest.raises(ApiError):
+        emu.store.create(_service("Invalid_Name"))
+    assert not emu.store.cluster_ips.in_use(taken_by_failure)
+    assert emu.store.cluster_ips.in_use(second)
+    emu.store.delete("services", "default", "a")
+    assert emu.store.create(_service("c", clusterIP=first))["spec"]["clusterIP"] == first
