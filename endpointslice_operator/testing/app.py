@@ -39,6 +39,7 @@ logger = logging.getLogger(__name__)
 JSON = dict[str, Any]
 JSON_TYPE = "application/json"
 DEFAULT_WATCH_TIMEOUT = 1800.0  # kube-apiserver's --min-request-timeout
+BOOKMARK_BEFORE_TIMEOUT = 2.0  # seconds; the watch cache's last bookmark before a timeout
 FAULT_RECHECK_SECONDS = 1.0  # idle watches re-read the fault settings this often
 # Kinds whose DELETE answers with the object rather than a Status (ReturnDeletedObject).
 RETURNS_DELETED_OBJECT = frozenset({"pods"})
@@ -586,7 +587,15 @@ class ApiApp:
         started = loop.time()
         deadline = started + timeout
         bookmark_every = self.emulator.bookmark_interval
-        next_bookmark = started + bookmark_every if bookmarks else float("inf")
+
+        def next_bookmark_after(now: float) -> float:
+            # As the watch cache: roughly every interval, and once just before the timeout.
+            if not bookmarks:
+                return float("inf")
+            pre_timeout = deadline - BOOKMARK_BEFORE_TIMEOUT
+            return min(now + bookmark_every, pre_timeout if pre_timeout > now else float("inf"))
+
+        next_bookmark = next_bookmark_after(started)
         try:
             await response.prepare(request)
             while True:
@@ -606,7 +615,7 @@ class ApiApp:
                     break
                 if now >= next_bookmark:
                     watcher.push(bookmark_line(info, self.store.resource_version))
-                    next_bookmark = now + bookmark_every
+                    next_bookmark = next_bookmark_after(now)
                     continue
                 wait = min(deadline, drop_at, next_bookmark, now + FAULT_RECHECK_SECONDS) - now
                 with contextlib.suppress(TimeoutError):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
+import pytest
 
 from endpointslice_operator.testing import Emulator, run_emulator
 from tests.emulator.conftest import SLICES, endpoint_slice
@@ -180,3 +182,18 @@ async def test_watch_of_a_single_object_by_name(emu: Emulator) -> None:
     async with watch(emu, SLICES + "/b", timeoutSeconds="0.3") as stream:
         events = await stream.rest()
     assert [summary(e) for e in events] == [("ADDED", "b")]
+
+
+@pytest.mark.looptime
+async def test_a_bookmark_comes_just_before_the_timeout(emu: Emulator) -> None:
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    async with watch(
+        emu, resourceVersion="0", allowWatchBookmarks="true", timeoutSeconds="10"
+    ) as stream:
+        bookmark = await stream.next()
+        at = loop.time() - started
+        assert await stream.rest() == []
+    assert bookmark["type"] == "BOOKMARK"
+    assert at == pytest.approx(8, abs=0.1)
+    assert loop.time() - started == pytest.approx(10, abs=0.1)
