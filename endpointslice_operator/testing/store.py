@@ -188,7 +188,7 @@ class Store:
     # Reads
 
     def stored(self, info: ResourceInfo, namespace: str | None, name: str) -> Stored:
-        bucket = self._objects[info.key].get(namespace or "" if info.namespaced else "")
+        bucket = self._objects[info.key].get((namespace or "") if info.namespaced else "")
         found = bucket.get(name) if bucket else None
         if found is None:
             raise not_found(info.plural, info.group, name)
@@ -483,7 +483,7 @@ class Store:
         meta = metadata(obj)
         if meta.get("resourceVersion"):
             raise ApiError(500, "resourceVersion should not be set on objects to be created")
-        namespace = meta.get("namespace") or "" if info.namespaced else ""
+        namespace = (meta.get("namespace") or "") if info.namespaced else ""
         if not info.namespaced:
             meta.pop("namespace", None)  # BeforeCreate clears it for cluster-scoped kinds
         self._check_namespace(info, namespace)

@@ -120,3 +120,13 @@ def test_store_resource_spellings(emu: Emulator, spelling: str) -> None:
     assert emu.store.resolve(spelling).key == "endpointslices.discovery.k8s.io"
     assert emu.store.resolve("v1/Pod").plural == emu.store.resolve("po").plural == "pods"
     assert emu.store.resolve("events").group == ""  # the core group wins, as in kubectl
+
+
+async def test_cluster_scoped_objects_ignore_a_namespace(emu: Emulator, client: Client) -> None:
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
+    emu.store.create(node)
+    assert emu.store.get("nodes", "default", "n1") is not None  # the namespace is not looked at
+    status, body = await client.post(
+        "/api/v1/nodes", dict(node, metadata={"name": "n1", "namespace": "x"})
+    )
+    assert status == 409 and body["reason"] == "AlreadyExists"
