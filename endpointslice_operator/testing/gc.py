@@ -103,7 +103,9 @@ class Controllers:
             if info.key == "namespaces":
                 self._enqueue("namespace", info, "", name)
             grace = meta.get("deletionGracePeriodSeconds") or 0
-            if grace > 0:
+            old_meta = (event.old or {}).get("metadata") or {}
+            if grace > 0 and grace != old_meta.get("deletionGracePeriodSeconds"):
+                # A new or shortened grace period (other writes leave the countdown alone).
                 self._schedule_kubelet(info, namespace, name, uid, grace)
 
     def _schedule_kubelet(

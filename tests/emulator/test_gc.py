@@ -131,6 +131,28 @@ async def test_scheduled_pods_are_deleted_gracefully(emu: Emulator, client: Clie
     assert emu.store.get("pods", "default", "unscheduled") is None
 
 
+@pytest.mark.looptime
+async def test_updates_during_the_grace_period_do_not_extend_it(emu: Emulator) -> None:
+    emu.store.create(pod("p", nodeName="n1", terminationGracePeriodSeconds=30))
+    emu.store.delete("pods", "default", "p", grace_period_seconds=None)
+    await asyncio.sleep(20)
+    current = emu.store.get("pods", "default", "p")
+    assert current is not None
+    emu.store.update(dict(current, status={"phase": "Running"}), subresource="status")
+    await asyncio.sleep(11)
+    assert emu.store.get("pods", "default", "p") is None
+
+
+@pytest.mark.looptime
+async def test_a_shorter_grace_period_wins(emu: Emulator) -> None:
+    emu.store.create(pod("p", nodeName="n1", terminationGracePeriodSeconds=30))
+    emu.store.delete("pods", "default", "p", grace_period_seconds=None)
+    await asyncio.sleep(1)
+    emu.store.delete("pods", "default", "p", grace_period_seconds=5)
+    await asyncio.sleep(5.5)
+    assert emu.store.get("pods", "default", "p") is None
+
+
 async def test_explicit_grace_period_zero_deletes_at_once(emu: Emulator, client: Client) -> None:
     emu.store.create(pod("p", nodeName="n1"))
     status, _ = await client.delete(f"{PODS}/p", gracePeriodSeconds="0")
