@@ -14,9 +14,12 @@ the operator starts as its own process:
   the average size of one pod's JSON as the API server sends it.
 * ``rss_mb``: the operator's RSS on the large cluster, with the small cluster's as baseline.
 * ``events_per_s_sustained``: opted-in pods' readiness flips once each (30,000 pods in full
-  mode), written into the emulator's store as fast as it takes them; the rate is the number of flips over the time
-  until the last of them shows in a slice (seen by a slice watch here). Baseline: the rate at
-  which a plain watch client merely receives and decodes the same pod events.
+  mode), written into the emulator's store as fast as it takes them; the rate is the number of
+  flips over the time until the last of them shows in a slice (seen by a slice watch here).
+  Baseline: the rate at which a plain watch client merely receives and decodes the same pod
+  events.
+  ``cpu_us_per_event``: the operator's CPU time (user + system) over the same flips, per flip,
+  syncs and writes included; baseline: the plain client's CPU time per event.
   ``events_queue_depth_max``: the largest work-queue depth sampled meanwhile; the queue holds
   each Service at most once, so it is bounded by the Services (the baseline).
 """
@@ -40,6 +43,7 @@ from ..lib.probes import metric, slice_writes, wait_quiet
 from ..lib.processes import (
     EmulatorHandle,
     OperatorHandle,
+    cpu_seconds,
     emulator_process,
     operator_process,
     rss_bytes,
@@ -51,7 +55,7 @@ CHURN = {"full": 30_000, "quick": 5_000, "tiny": 200}
 PODS_SMALL, PODS_LARGE = 1, 10
 SYNC_TIMEOUT = 900.0
 CHURN_TIMEOUT = 300.0
-DEPTH_SAMPLE_INTERVAL = 0.25
+DEPTH_SAMPLE_INTERVAL = 0.5
 SETTLE = 1.0
 """Seconds to let the operator's allocations settle before reading its RSS."""
 MB = 1024 * 1024
@@ -155,9 +159,9 @@ async def _events_through_operator(
     operator: OperatorHandle,
     scenario: Scenario,
     count: int,
-) -> tuple[float, float]:
+) -> tuple[float, float, float]:
     """Flip ``count`` opted-in pods once each through the store; (events/s until all show,
-    max work-queue depth)."""
+    operator CPU seconds per event, max work-queue depth)."""
     tracker = LatencyTracker()
     depths: list[float] = []
     await wait_quiet(session, emulator.control, quiet=0.5)
@@ -167,23 +171,24 @@ async def _events_through_operator(
             tracker.expect(pod, False)
         sampler = asyncio.create_task(_max_depth(session, operator, depths))
         try:
-            began = time.perf_counter()
+            began, cpu = time.perf_counter(), cpu_seconds(operator.pid)
             await _churn(session, emulator, count, 0)
             await tracker.wait_drained(CHURN_TIMEOUT)
-            elapsed = time.perf_counter() - began
+            elapsed, cpu = time.perf_counter() - began, cpu_seconds(operator.pid) - cpu
         finally:
             sampler.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sampler
     if tracker.pending:
         raise TimeoutError(f"{len(tracker.pending)} flips not seen in {CHURN_TIMEOUT} s")
-    return count / elapsed, max(depths, default=0.0)
+    return count / elapsed, cpu / count, max(depths, default=0.0)
 
 
 async def _events_plain_watch(
     session: aiohttp.ClientSession, emulator: EmulatorHandle, scenario: Scenario, count: int
-) -> float:
-    """Flip the same pods back; events/s a plain client receives and decodes them at."""
+) -> tuple[float, float]:
+    """Flip the same pods back; (events/s a plain client receives and decodes them at, its
+    CPU seconds per event)."""
     pods_url = emulator.url + LISTS[0].format(namespace=scenario.namespace)
     selector = f"{OPTED_IN_LABEL}=true"
     async with session.get(pods_url, params={"labelSelector": selector, "limit": "1"}) as response:
@@ -193,7 +198,7 @@ async def _events_plain_watch(
     timeout = aiohttp.ClientTimeout(total=CHURN_TIMEOUT)
     async with session.get(pods_url, params=params, timeout=timeout) as response:
         response.raise_for_status()
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         churn = asyncio.create_task(_churn(session, emulator, count, 0))
         seen = 0
         try:
@@ -202,10 +207,10 @@ async def _events_plain_watch(
                     seen += 1
                     if seen == count:
                         break
-            elapsed = time.perf_counter() - began
+            elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu
         finally:
             await churn
-    return count / elapsed
+    return count / elapsed, cpu / count
 
 
 async def run(mode: str, workdir: Path) -> list[Figure]:
@@ -220,10 +225,12 @@ async def run(mode: str, workdir: Path) -> list[Figure]:
         async with emulator_process(large, workdir) as emulator:
             second, stack, operator = await _start(session, emulator, large)
             async with stack:
-                events_per_s, depth = await _events_through_operator(
+                events_per_s, cpu_per_event, depth = await _events_through_operator(
                     session, emulator, operator, large, churn
                 )
-            plain_per_s = await _events_plain_watch(session, emulator, large, churn)
+            plain_per_s, plain_cpu_per_event = await _events_plain_watch(
+                session, emulator, large, churn
+            )
     scale = f"{large.pods} pods, {services} svc"
     return [
         Figure("startup_s", second.startup_s, f"s ({scale})", second.list_s),
@@ -237,6 +244,7 @@ async def run(mode: str, workdir: Path) -> list[Figure]:
         ),
         Figure("rss_mb", second.rss / MB, f"MB ({scale})", first.rss / MB),
         Figure("events_per_s_sustained", events_per_s, "events/s", plain_per_s),
+        Figure("cpu_us_per_event", cpu_per_event * 1e6, "us", plain_cpu_per_event * 1e6),
         Figure("events_queue_depth_max", depth, "keys", float(services)),
     ]
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from endpointslice_operator.reconciler import ReconcilerConfig, plan_service
+from endpointslice_operator.reconciler import ReconcilerConfig, TopologyCache, plan_service
 from endpointslice_operator.testing import Store
 
 __all__ = [
@@ -188,6 +188,10 @@ def populate(store: Store, scenario: Scenario) -> int:
     created += len(nodes)
     pods_info = store.resolve("pods")
     config = reconciler_config()
+    # One topology cache for all Services, as the operator keeps one (plan_service would build
+    # one per call from the nodes).
+    topology = TopologyCache()
+    topology.set_nodes(nodes)
     number = 0
     for name, opted_in, count in _service_groups(scenario):
         service = store.create(service_body(name, namespace=scenario.namespace, opted_in=opted_in))
@@ -208,7 +212,7 @@ def populate(store: Store, scenario: Scenario) -> int:
             pods.append(body)
         created += count
         if scenario.slices and opted_in:
-            plan = plan_service(service, pods, nodes, [], config)
+            plan = plan_service(service, pods, nodes, [], config, topology=topology)
             for endpoint_slice in plan.creates:
                 store.create(endpoint_slice)
                 created += 1

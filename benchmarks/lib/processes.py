@@ -30,6 +30,7 @@ from .cluster import Scenario
 __all__ = [
     "EmulatorHandle",
     "OperatorHandle",
+    "cpu_seconds",
     "emulator_process",
     "free_port",
     "get_json",
@@ -59,6 +60,14 @@ def rss_bytes(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time process ``pid`` has used (``/proc/<pid>/stat``)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    # Fields after the parenthesised command name; utime and stime are the 14th and 15th.
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _python_command(module: str, args: Sequence[str], profile_name: str | None) -> list[str]:

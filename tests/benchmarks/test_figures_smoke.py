@@ -60,6 +60,7 @@ def test_scale() -> None:
         "memory_per_pod_bytes",
         "rss_mb",
         "events_per_s_sustained",
+        "cpu_us_per_event",
         "events_queue_depth_max",
     }
     # The slices were right before the operator started: it must not write.
