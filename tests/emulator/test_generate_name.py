@@ -55,3 +55,10 @@ async def test_kopf_style_event_posting(client: Client) -> None:
     }
     status, body = await client.post("/api/v1/namespaces/default/events", event)
     assert status == 201 and body["metadata"]["name"].startswith("kopf-event-")
+
+
+async def test_only_a_trailing_dash_is_allowed_in_a_prefix(client: Client) -> None:
+    # apimachinery masks a trailing "-" only: "web." is an invalid prefix, as in a cluster.
+    status, body = await client.post(SLICES, endpoint_slice(metadata={"generateName": "web."}))
+    assert status == 422
+    assert body["details"]["causes"][0]["field"] == "metadata.generateName"
