@@ -7,7 +7,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-DEFAULT_MAX_ENTRIES = 1_000_000
+DEFAULT_MAX_ENTRIES = 250_000  # about 50 MB of records; counts cover the retained ones
 
 
 @dataclass(frozen=True, slots=True)

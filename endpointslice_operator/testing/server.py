@@ -15,7 +15,7 @@ from aiohttp import web
 from endpointslice_operator.testing.app import ApiApp
 from endpointslice_operator.testing.faults import FaultConfig, FaultInjector
 from endpointslice_operator.testing.gc import Controllers
-from endpointslice_operator.testing.requestlog import RequestLog
+from endpointslice_operator.testing.requestlog import DEFAULT_MAX_ENTRIES, RequestLog
 from endpointslice_operator.testing.store import DEFAULT_HISTORY_SIZE, Store
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -51,8 +51,10 @@ def write_kubeconfig(path: Path, url: str) -> None:
 class Emulator:
     """A kube-apiserver stand-in serving plain HTTP on 127.0.0.1 in the running event loop.
 
-    ``store`` gives synchronous access to the objects, ``requests`` is the request log,
-    ``faults`` the live fault configuration and ``faults_injected`` counts what was injected.
+    ``store`` gives synchronous access to the objects, ``requests`` is the request log (the
+    last ``request_log_size`` requests), ``faults`` the live fault configuration and
+    ``faults_injected`` counts what was injected. ``history_size`` bounds the watch events kept
+    per resource for resuming watches; ``bookmark_interval`` spaces watch bookmarks.
     """
 
     def __init__(
@@ -66,9 +68,10 @@ class Emulator:
         history_size: int = DEFAULT_HISTORY_SIZE,
         bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL,
         namespaces: Iterable[str] = DEFAULT_NAMESPACES,
+        request_log_size: int = DEFAULT_MAX_ENTRIES,
     ) -> None:
         self.store = Store(seed=seed, history_size=history_size)
-        self.requests = RequestLog()
+        self.requests = RequestLog(request_log_size)
         self.injector = FaultInjector(faults or FaultConfig(), seed)
         self.controllers = Controllers(self.store)
         self.host = host

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from endpointslice_operator.testing import Emulator
+from endpointslice_operator.testing import Emulator, RequestLog, RequestRecord
 from tests.emulator.conftest import SLICES, Client, endpoint_slice
 
 
@@ -130,3 +130,11 @@ async def test_cluster_scoped_objects_ignore_a_namespace(emu: Emulator, client: 
         "/api/v1/nodes", dict(node, metadata={"name": "n1", "namespace": "x"})
     )
     assert status == 409 and body["reason"] == "AlreadyExists"
+
+
+def test_request_log_is_bounded() -> None:
+    log = RequestLog(max_entries=2)
+    for name in ("a", "b", "c"):
+        log.append(RequestRecord("get", "pods", "", "", "default", name, 200, f"/x/{name}"))
+    assert [r.name for r in log] == ["b", "c"]
+    assert log.count(verb="get") == 2 and len(log) == 2
