@@ -374,6 +374,15 @@ _LINK_LOCAL_MULTICAST = {
 }
 
 
+def _sloppy_ipv4(address: str) -> str:
+    """Kubernetes 1.32 parses IPv4 with ParseIPSloppy, which reads "010.0.0.1" as 10.0.0.1
+    (the strict parser of later releases rejects it); Python's parser wants no leading zeros."""
+    octets = address.split(".")
+    if len(octets) == 4 and all(o.isdigit() and o.isascii() for o in octets):
+        return ".".join(str(int(o)) for o in octets)
+    return address
+
+
 @functools.lru_cache(maxsize=CACHE_SIZE)
 def ip_address_error(address: str, version: int) -> str | None:
     """Why ``address`` is not a valid, non-special IPv4/IPv6 address (None when it is).
@@ -382,7 +391,9 @@ def ip_address_error(address: str, version: int) -> str | None:
     """
     try:
         ip: ipaddress.IPv4Address | ipaddress.IPv6Address = (
-            ipaddress.IPv4Address(address) if version == 4 else ipaddress.IPv6Address(address)
+            ipaddress.IPv4Address(_sloppy_ipv4(address))
+            if version == 4
+            else ipaddress.IPv6Address(address)
         )
     except ValueError:
         return f"must be a valid IPv{version} address"

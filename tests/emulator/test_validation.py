@@ -57,7 +57,7 @@ def endpoints(*addresses: str, **extra: Any) -> list[dict[str, Any]]:
             [("endpoints[0].addresses[0]", "FieldValueInvalid")],
         ),
         (
-            {"endpoints": endpoints("010.0.0.1")},
+            {"endpoints": endpoints("10.0.0")},
             [("endpoints[0].addresses[0]", "FieldValueInvalid")],
         ),
         (
@@ -147,6 +147,8 @@ async def test_valid_endpoint_slices(client: Client) -> None:
         ),
         endpoint_slice("v6", addressType="IPv6", endpoints=endpoints("fd00::1", "2001:db8::1")),
         endpoint_slice("fqdn", addressType="FQDN", endpoints=endpoints("db.example.com")),
+        # 1.32 reads IPv4 sloppily: leading zeros are accepted.
+        endpoint_slice("zeros", endpoints=endpoints("010.0.0.1")),
         endpoint_slice("empty", endpoints=[], ports=[]),
         endpoint_slice(
             "many",
