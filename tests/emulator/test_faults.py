@@ -11,6 +11,8 @@ import pytest
 from endpointslice_operator.testing import Emulator, FaultConfig, run_emulator
 from tests.emulator.conftest import SLICES, Client, endpoint_slice
 
+pytestmark = pytest.mark.looptime  # latencies, drops and watch timeouts on virtual time
+
 
 async def statuses(client: Client, count: int) -> list[int]:
     results = []
@@ -81,7 +83,6 @@ async def test_same_seed_same_faults() -> None:
     assert 0 < first.count(201) < 30
 
 
-@pytest.mark.looptime
 async def test_latency_is_added_to_targeted_requests(emu: Emulator, client: Client) -> None:
     emu.faults.latency = 2.5
     loop = asyncio.get_running_loop()
@@ -117,7 +118,6 @@ async def test_gone_on_resume(emu: Emulator, client: Client) -> None:
         assert b"ERROR" not in await response.read()
 
 
-@pytest.mark.looptime
 async def test_watch_drop_enabled_at_runtime_cuts_open_streams(
     emu: Emulator, client: Client
 ) -> None:

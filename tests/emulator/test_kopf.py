@@ -3,6 +3,10 @@
 Kopf lists, then watches from the list's resourceVersion with bookmarks; after a dropped stream
 it resumes from the last version it saw, and after a 410 it lists again. Each object change
 must reach the handlers exactly once.
+
+These run on real time: Kopf's reconnection loop against streams cut every 0.2 s does not make
+progress under looptime. Nothing here asserts durations; waits end on events, with generous
+timeouts.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ from endpointslice_operator.testing import Emulator
 from endpointslice_operator.testing.tables import human_duration, wants_table
 from tests.emulator.conftest import SLICES, endpoint_slice
 
+pytestmark = pytest.mark.looptime  # latencies, drops and watch timeouts on virtual time
+
 KUBECTL_ACCEPT = (
     "application/json;as=Table;v=v1;g=meta.k8s.io,"
     "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"

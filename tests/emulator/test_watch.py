@@ -16,6 +16,9 @@ from tests.emulator.conftest import SLICES, endpoint_slice
 
 JSON = dict[str, Any]
 
+# Server-side timeouts and bookmark intervals run on virtual time.
+pytestmark = pytest.mark.looptime
+
 
 class Stream:
     def __init__(self, response: aiohttp.ClientResponse) -> None:
@@ -184,7 +187,6 @@ async def test_watch_of_a_single_object_by_name(emu: Emulator) -> None:
     assert [summary(e) for e in events] == [("ADDED", "b")]
 
 
-@pytest.mark.looptime
 async def test_a_bookmark_comes_just_before_the_timeout(emu: Emulator) -> None:
     loop = asyncio.get_running_loop()
     started = loop.time()
