@@ -297,7 +297,7 @@ class ApiApp:
             return json_response(result.raw)
         if verb == "delete":
             options = await self._delete_options(request)
-            result = self.store.api_delete(info, ns, name, dry_run=dry_run, **options)
+            result = self.store.api_delete(info, ns, name, **options)
             return self._deleted_response(info, result)
         raise ApiError(405, "the server does not allow this method on the requested resource")
 
@@ -380,6 +380,7 @@ class ApiApp:
             "propagation_policy": policy,
             "preconditions": body.get("preconditions"),
             "grace_period_seconds": grace,
+            "dry_run": "All" in (body.get("dryRun") or []) or "All" in query.getall("dryRun", []),
         }
 
     def _deleted_response(self, info: ResourceInfo, result: Event | Stored) -> web.Response:
@@ -493,13 +494,12 @@ class ApiApp:
         fields = parse_field_selector(request.query.get("fieldSelector"), info.plural)
         options = await self._delete_options(request)
         options.pop("preconditions", None)
+        options["dry_run"] = options["dry_run"] or dry_run
         keys = [key for key, _ in self.store.iter_stored(info, target.namespace, labels, fields)]
         deleted: list[bytes] = []
         for namespace, name in keys:
             try:
-                result = self.store.api_delete(
-                    info, namespace or None, name, dry_run=dry_run, **options
-                )
+                result = self.store.api_delete(info, namespace or None, name, **options)
             except ApiError as error:
                 if error.code == 404:
                     continue

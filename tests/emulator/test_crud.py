@@ -100,6 +100,8 @@ async def test_dry_run_validates_without_storing(emu: Emulator, client: Client) 
     emu.store.create(endpoint_slice("real"))
     status, _ = await client.request("DELETE", SLICES + "/real?dryRun=All")
     assert status == 200
+    status, _ = await client.delete(SLICES + "/real", {"kind": "DeleteOptions", "dryRun": ["All"]})
+    assert status == 200
     assert emu.store.get("endpointslices", "default", "dry") is None
     assert emu.store.get("endpointslices", "default", "real") is not None
     assert emu.store.resource_version == before + 1
