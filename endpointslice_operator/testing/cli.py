@@ -9,11 +9,15 @@ import signal
 import sys
 from pathlib import Path
 
+import yaml
+
+from endpointslice_operator.testing.errors import ApiError
 from endpointslice_operator.testing.faults import (
     DEFAULT_FAULT_RESOURCES,
     DEFAULT_FAULT_VERBS,
     FaultConfig,
 )
+from endpointslice_operator.testing.seed import load_manifests
 from endpointslice_operator.testing.server import DEFAULT_BOOKMARK_INTERVAL, Emulator
 from endpointslice_operator.testing.store import DEFAULT_HISTORY_SIZE
 
@@ -50,6 +54,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="where to write the kubeconfig (default: ./emulator.kubeconfig)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed for names, uids and faults")
+    parser.add_argument(
+        "--load",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="create the objects of a YAML/JSON manifest first (repeatable; `kubectl get -o yaml` "
+        "output works: server-set metadata is dropped, statuses are kept)",
+    )
     faults = parser.add_argument_group("fault injection")
     faults.add_argument(
         "--fail-rate",
@@ -124,6 +137,13 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
         history_size=args.history_size,
         bookmark_interval=args.bookmark_interval,
     )
+    for manifest in args.load:
+        try:
+            created = load_manifests(emulator.store, manifest)
+        except (OSError, yaml.YAMLError, ApiError) as error:
+            sys.stderr.write(f"cannot load {manifest}: {error}\n")
+            return 1
+        sys.stdout.write(f"loaded {len(created)} objects from {manifest}\n")
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
