@@ -46,14 +46,19 @@ def build_parser() -> argparse.ArgumentParser:
         description="Serve a Kubernetes API emulator over plain HTTP on 127.0.0.1 and write a "
         "kubeconfig for it. Runs until interrupted (SIGINT/SIGTERM).",
     )
-    parser.add_argument("--port", type=int, default=0, help="TCP port (0: a free port)")
+    parser.add_argument(
+        "--port", metavar="PORT", type=int, default=0, help="TCP port (0: a free port)"
+    )
     parser.add_argument(
         "--kubeconfig",
+        metavar="FILE",
         type=Path,
         default=Path("emulator.kubeconfig"),
         help="where to write the kubeconfig (default: ./emulator.kubeconfig)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed for names, uids and faults")
+    parser.add_argument(
+        "--seed", metavar="N", type=int, default=0, help="seed for names, uids and faults"
+    )
     parser.add_argument(
         "--load",
         type=Path,
@@ -66,39 +71,49 @@ def build_parser() -> argparse.ArgumentParser:
     faults = parser.add_argument_group("fault injection")
     faults.add_argument(
         "--fail-rate",
+        metavar="RATE",
         type=_rate,
         default=0.0,
         help="share of targeted requests answered 500/503/429",
     )
     faults.add_argument(
         "--conflict-rate",
+        metavar="RATE",
         type=_rate,
         default=0.0,
         help="share of targeted writes answered 409 Conflict",
     )
     faults.add_argument(
-        "--latency", type=_seconds, default=0.0, help="seconds added to targeted requests"
+        "--latency",
+        metavar="SECONDS",
+        type=_seconds,
+        default=0.0,
+        help="seconds added to targeted requests",
     )
     faults.add_argument(
         "--fault-verbs",
+        metavar="VERBS",
         type=_csv,
-        default=set(DEFAULT_FAULT_VERBS),
+        default=",".join(sorted(DEFAULT_FAULT_VERBS)),
         help="comma-separated verbs targeted by faults ('*' for all; default: %(default)s)",
     )
     faults.add_argument(
         "--fault-resources",
+        metavar="RESOURCES",
         type=_csv,
-        default=set(DEFAULT_FAULT_RESOURCES),
+        default=",".join(sorted(DEFAULT_FAULT_RESOURCES)),
         help="comma-separated resources targeted by faults ('*' for all; default: %(default)s)",
     )
     faults.add_argument(
         "--watch-drop-seconds",
+        metavar="SECONDS",
         type=_seconds,
         default=0.0,
         help="abort every watch stream after this many seconds (0: never)",
     )
     faults.add_argument(
         "--gone-rate",
+        metavar="RATE",
         type=_rate,
         default=0.0,
         help="share of watch resumptions answered 410 Expired",
@@ -106,12 +121,14 @@ def build_parser() -> argparse.ArgumentParser:
     tuning = parser.add_argument_group("tuning")
     tuning.add_argument(
         "--history-size",
+        metavar="EVENTS",
         type=int,
         default=DEFAULT_HISTORY_SIZE,
         help="watch events kept per resource for resumption",
     )
     tuning.add_argument(
         "--bookmark-interval",
+        metavar="SECONDS",
         type=_seconds,
         default=DEFAULT_BOOKMARK_INTERVAL,
         help="seconds between watch bookmarks",
