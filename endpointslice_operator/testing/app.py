@@ -15,12 +15,16 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from aiohttp import web
 
-from endpointslice_operator.testing import protobuf, resources, tables
+from endpointslice_operator.testing import eventsview, protobuf, resources, tables
 from endpointslice_operator.testing.errors import ApiError, Cause, bad_request, expired
 from endpointslice_operator.testing.faults import FaultInjector
 from endpointslice_operator.testing.requestlog import RequestLog, RequestRecord
 from endpointslice_operator.testing.resources import ResourceInfo
-from endpointslice_operator.testing.selectors import parse_field_selector, parse_label_selector
+from endpointslice_operator.testing.selectors import (
+    FieldSelector,
+    parse_field_selector,
+    parse_label_selector,
+)
 from endpointslice_operator.testing.store import Store, Stored
 from endpointslice_operator.testing.watch import (
     DELETED,
@@ -71,6 +75,12 @@ def json_response(
 ) -> web.Response:
     raw = body if isinstance(body, bytes) else encode(body)
     return web.Response(body=raw, status=status, content_type=JSON_TYPE, headers=headers)
+
+
+def field_selector(info: ResourceInfo, text: str | None) -> FieldSelector:
+    if info.storage:  # events.k8s.io Events: the core Events' field labels, spelled either way
+        text = eventsview.core_field_selector(text)
+    return parse_field_selector(text, info.plural)
 
 
 def error_response(error: ApiError) -> web.Response:
@@ -405,7 +415,7 @@ class ApiApp:
         info = target.info
         query = request.query
         labels = parse_label_selector(query.get("labelSelector"))
-        fields = parse_field_selector(query.get("fieldSelector"), info.plural)
+        fields = field_selector(info, query.get("fieldSelector"))
         limit_text = query.get("limit")
         limit = 0
         if limit_text:
@@ -491,7 +501,7 @@ class ApiApp:
     ) -> web.Response:
         info = target.info
         labels = parse_label_selector(request.query.get("labelSelector"))
-        fields = parse_field_selector(request.query.get("fieldSelector"), info.plural)
+        fields = field_selector(info, request.query.get("fieldSelector"))
         options = await self._delete_options(request)
         options.pop("preconditions", None)
         options["dry_run"] = options["dry_run"] or dry_run
@@ -536,7 +546,7 @@ class ApiApp:
         info = target.info
         query = request.query
         labels = parse_label_selector(query.get("labelSelector"))
-        fields = parse_field_selector(query.get("fieldSelector"), info.plural)
+        fields = field_selector(info, query.get("fieldSelector"))
         bookmarks = query.get("allowWatchBookmarks", "").lower() in TRUE
         send_initial = query.get("sendInitialEvents", "").lower() in TRUE
         rv_text = query.get("resourceVersion", "")
@@ -550,12 +560,8 @@ class ApiApp:
             except ValueError:
                 raise bad_request("timeoutSeconds must be a number")
         if target.name:  # a watch on one object: fieldSelector=metadata.name=...
-            fields = parse_field_selector(
-                ",".join(
-                    filter(None, [query.get("fieldSelector"), f"metadata.name={target.name}"])
-                ),
-                info.plural,
-            )
+            by_name = [query.get("fieldSelector"), f"metadata.name={target.name}"]
+            fields = field_selector(info, ",".join(filter(None, by_name)))
 
         response = web.StreamResponse(status=200, headers={"Content-Type": JSON_TYPE})
         response.enable_chunked_encoding()

@@ -215,7 +215,7 @@ class Controllers:
             return
         remaining = 0
         for info in self.store.registry.resources:
-            if not info.namespaced:
+            if not info.namespaced or info.storage:  # views share their storage's objects
                 continue
             for (_, obj_name), stored in list(self.store.iter_stored(info, name)):
                 remaining += 1

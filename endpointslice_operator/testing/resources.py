@@ -35,6 +35,9 @@ class ResourceInfo:
     allow_create_on_update: bool = False
     # POST drops a client-supplied status (the registry's PrepareForCreate resets it).
     reset_status_on_create: bool = False
+    # Another resource whose objects this one shows in its own shape (events.k8s.io Events are
+    # core Events); empty when the resource stores its own objects.
+    storage: str = ""
 
     @property
     def api_version(self) -> str:
@@ -104,7 +107,7 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     ),
     ResourceInfo(
         "events.k8s.io", "v1", "events", "event", "Event", True, ("ev",),
-        allow_create_on_update=True,
+        allow_create_on_update=True, storage="events",
     ),
     ResourceInfo(
         "coordination.k8s.io", "v1", "leases", "lease", "Lease", True,

@@ -20,12 +20,13 @@ import contextlib
 import json
 import random
 import time
+import typing
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
-from endpointslice_operator.testing import defaults, strategy, validation
+from endpointslice_operator.testing import defaults, eventsview, strategy, validation
 from endpointslice_operator.testing.errors import (
     ApiError,
     already_exists,
@@ -167,7 +168,7 @@ class Store:
         self._listeners.append(listener)
 
     def count(self, resource: str | ResourceInfo, namespace: str | None = None) -> int:
-        buckets = self._objects[self.resolve(resource).key]
+        buckets = self._objects[self._storage(self.resolve(resource)).key]
         if namespace is not None:
             return len(buckets.get(namespace, {}))
         return sum(len(bucket) for bucket in buckets.values())
@@ -184,10 +185,29 @@ class Store:
             for key, ns, name in sorted(self._dependents.get(uid, ()))
         ]
 
+    def _storage(self, info: ResourceInfo) -> ResourceInfo:
+        """The resource that keeps ``info``'s objects (itself, unless ``info`` is a view)."""
+        return self.registry.lookup(info.storage) if info.storage else info
+
+    @typing.overload
+    def _as_view(self, view: ResourceInfo, result: Stored) -> Stored: ...
+
+    @typing.overload
+    def _as_view(self, view: ResourceInfo, result: Event | Stored) -> Event | Stored: ...
+
+    def _as_view(self, view: ResourceInfo, result: Event | Stored) -> Event | Stored:
+        """A stored object or committed event of the storage resource, in the view's shape."""
+        shown = eventsview.from_core(result.obj)
+        if isinstance(result, Event):
+            return Event(result.rv, result.type, view, shown, encode(shown), None)
+        return Stored.of(view, shown)
+
     # -----------------------------------------------------------------------------------------
     # Reads
 
     def stored(self, info: ResourceInfo, namespace: str | None, name: str) -> Stored:
+        if info.storage:
+            return self._as_view(info, self.stored(self._storage(info), namespace, name))
         bucket = self._objects[info.key].get((namespace or "") if info.namespaced else "")
         found = bucket.get(name) if bucket else None
         if found is None:
@@ -212,6 +232,11 @@ class Store:
         after: tuple[str, str] | None = None,
     ) -> Iterator[tuple[tuple[str, str], Stored]]:
         """Matching objects in (namespace, name) order, optionally strictly after a key."""
+        if info.storage:
+            storage = self._storage(info)
+            for key, stored in self.iter_stored(storage, namespace, labels, fields, after=after):
+                yield key, self._as_view(info, stored)
+            return
         buckets = self._objects[info.key]
         if fields is not None and info.namespaced and namespace is None:
             namespace = fields.exact("metadata.namespace")
@@ -255,6 +280,11 @@ class Store:
     ) -> Iterator[tuple[tuple[str, str], bytes]]:
         """Like :meth:`iter_stored`, but the objects as they were at resourceVersion ``since``,
         rebuilt by undoing the later history (410 when that history is compacted)."""
+        if info.storage:
+            storage = self._storage(info)
+            for key, raw in self.iter_at(storage, since, namespace, labels, fields, after=after):
+                yield key, self._as_view(info, Stored.of(storage, json.loads(raw))).raw
+            return
         self.check_not_compacted(info, since)
         history = self._history[info.key]
         start = self._history_position(history, since)
@@ -371,6 +401,13 @@ class Store:
         """Register a watcher, first filled with the events after ``since`` (or, when ``since``
         is None, with ``ADDED`` for every current object). Raises 410 if ``since`` is compacted.
         """
+        if info.storage:
+            view, inner = info, render or encode
+
+            def render_view(obj: JSON) -> bytes:
+                return inner(eventsview.from_core(obj))
+
+            return self.watch(self._storage(view), namespace, labels, fields, since, render_view)
         watcher = Watcher(
             info,
             namespace if info.namespaced else None,
@@ -393,6 +430,7 @@ class Store:
         return watcher
 
     def check_not_compacted(self, info: ResourceInfo, since: int) -> None:
+        info = self._storage(info)
         compacted = self._compacted[info.key]
         if since < compacted:
             raise expired(f"too old resource version: {since} ({compacted})")
@@ -468,6 +506,14 @@ class Store:
         dry_run: bool = False,
     ) -> Event | Stored:
         """POST semantics; takes ownership of ``obj``."""
+        if info.storage:
+            strategy.check_identity(info, obj)
+            strategy.validate(info, obj, None)  # the view's own rules, on its own shape
+            result = self.api_create(
+                self._storage(info), eventsview.to_core(obj), keep_status=keep_status,
+                dry_run=dry_run,
+            )  # fmt: skip
+            return self._as_view(info, result)
         with self._allocations(dry_run):
             return self._create(info, obj, keep_status=keep_status, dry_run=dry_run)
 
@@ -602,6 +648,14 @@ class Store:
         from_patch: bool = False,
     ) -> Event | Stored:
         """PUT semantics; takes ownership of ``obj``."""
+        if info.storage:
+            strategy.check_identity(info, obj)
+            result = self.api_update(
+                self._storage(info), namespace, name, eventsview.to_core(obj),
+                subresource=subresource, privileged=privileged, dry_run=dry_run,
+                from_patch=from_patch,
+            )  # fmt: skip
+            return self._as_view(info, result)
         with self._allocations(dry_run):
             return self._update(
                 info, namespace, name, obj, subresource=subresource,
@@ -720,6 +774,13 @@ class Store:
         grace_period_seconds: int | None = None,
         dry_run: bool = False,
     ) -> Event | Stored:
+        if info.storage:
+            result = self.api_delete(
+                self._storage(info), namespace, name, propagation_policy=propagation_policy,
+                preconditions=preconditions, grace_period_seconds=grace_period_seconds,
+                dry_run=dry_run,
+            )  # fmt: skip
+            return self._as_view(info, result)
         current = self.stored(info, namespace, name)
         old = current.obj
         old_meta = old["metadata"]
