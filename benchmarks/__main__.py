@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .figure import Figure
 
-AREAS: list[str] = ["planner", "operator", "propagation", "scale"]
+AREAS: list[str] = ["planner", "emulator", "operator", "propagation", "scale"]
 """Modules under ``benchmarks.figures``, run in this order."""
 
 
