@@ -241,6 +241,7 @@ async def test_a_family_dropped_by_the_service_leaves_the_gauges(world: World) -
     svc = world.emu.store.get("services", NS, "web")
     assert svc is not None
     svc["spec"]["ipFamilies"] = ["IPv4", "IPv6"]
+    svc["spec"]["ipFamilyPolicy"] = "RequireDualStack"
     world.emu.store.update(svc)
     pod = world.emu.store.get("pods", NS, "web-0")
     assert pod is not None
@@ -254,6 +255,7 @@ async def test_a_family_dropped_by_the_service_leaves_the_gauges(world: World) -
     svc = world.emu.store.get("services", NS, "web")
     assert svc is not None
     svc["spec"]["ipFamilies"] = ["IPv4"]
+    svc["spec"]["ipFamilyPolicy"] = "SingleStack"
     world.emu.store.update(svc)
     world.load()
     await world.syncer.sync(f"{NS}/web")
