@@ -83,9 +83,9 @@ def test_builder_stage_install_runs(tmp_path: Path) -> None:
     assert not (venv / "bin" / "pip").exists(), "the image keeps no pip"
     # Bytecode is compiled at install time: nothing can write it on a read-only root fs.
     (package,) = venv.glob("lib/python3.*/site-packages/endpointslice_operator")
-    sources = list(package.rglob("*.py"))
+    modules = list(package.rglob("*.py"))
     compiled = list(package.rglob("__pycache__/*.pyc"))
-    assert sources and len(compiled) >= len(sources)
+    assert modules and len(compiled) >= len(modules)
 
     # Run as the image does: only the venv on PATH, HOME=/tmp-like, no bytecode writes.
     run_env = {
