@@ -9,7 +9,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test venv lint typecheck bench clean demo
+.PHONY: run test venv lint typecheck bench clean demo manifests
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,9 @@ test: lint typecheck
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(ARGS)
+
+manifests: $(STAMP)
+	$(BIN)/python -m scripts.render_manifests
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis build dist
