@@ -298,3 +298,33 @@ async def test_a_slice_whose_managed_by_is_flipped_away_is_left_alone_and_replac
             await eventually(lambda: addresses(emu, "web") == {"10.1.0.1", "10.1.0.2"})
             await settle(op)
         assert foreign_writes(emu, foreign) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known bug: as above, the tracker keeps the moved slice under its old Service",
+)
+async def test_a_slice_of_ours_relabelled_to_another_service_does_not_freeze_either() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        service(emu, "web", selector={"app": "web"})
+        service(emu, "api", selector={"app": "api"})
+        pod(emu, "web-0", "10.1.0.1")
+        pod(emu, "api-0", "10.1.0.9", labels={"app": "api"})
+        async with running_operator(emu) as op:
+            await eventually(lambda: addresses(emu, "web") == {"10.1.0.1"})
+            await eventually(lambda: addresses(emu, "api") == {"10.1.0.9"})
+            await settle(op)
+            ours = next(
+                s
+                for s in emu.store.list("endpointslices", NS)
+                if s["metadata"]["labels"].get(LABEL_SERVICE_NAME) == "web"
+            )
+            ours["metadata"]["labels"][LABEL_SERVICE_NAME] = "api"
+            emu.store.update(ours)
+            # web gets its slice back, api drops the stray one, and both keep following pods
+            pod(emu, "web-1", "10.1.0.2")
+            pod(emu, "api-1", "10.1.0.8", labels={"app": "api"})
+            await eventually(lambda: addresses(emu, "web") == {"10.1.0.1", "10.1.0.2"})
+            await eventually(lambda: addresses(emu, "api") == {"10.1.0.8", "10.1.0.9"})
+            await settle(op)
