@@ -45,6 +45,7 @@ RESOURCES = (
     ("rbac.authorization.k8s.io", "clusterroles"),
     ("apps", "deployments"),
 )
+CLUSTER_SCOPED = {"nodes", "namespaces", "clusterroles"}
 READ = {"get", "list", "watch"}
 LEASE = "endpointslice-operator"
 
@@ -57,7 +58,10 @@ def allowed(
     namespace: str,
     name: str = "",
 ) -> bool:
-    """Whether the chart's ServiceAccount may do this, following its bindings to their roles."""
+    """Whether the chart's ServiceAccount may do this, following its bindings to their roles.
+
+    ``namespace=""`` asks about a cluster-scoped resource, which only ClusterRoleBindings grant.
+    """
     account = one(objects, "ServiceAccount")["metadata"]
     subject = {"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}
     roles = {
@@ -71,7 +75,7 @@ def allowed(
         if subject not in binding.get("subjects", []):
             continue
         bound_ns = binding["metadata"].get("namespace")  # None: cluster-wide
-        if bound_ns is not None and bound_ns != namespace:
+        if bound_ns is not None and (not namespace or bound_ns != namespace):
             continue
         ref = binding["roleRef"]
         role = roles.get((ref["kind"], bound_ns if ref["kind"] == "Role" else None, ref["name"]))
@@ -99,11 +103,10 @@ EXPECTED = {
 @pytest.mark.parametrize("value_set", ["defaults", "namespaced", "everything"])
 def test_rbac_grants_exactly_what_the_operator_needs(value_set: str) -> None:
     objects = rendered(value_set)
-    namespaces = {"defaults": "team-a", "namespaced": "team-a", "everything": "team-a"}
-    namespace = namespaces[value_set]
     for verb, (group, resource) in itertools.product(VERBS, RESOURCES):
         if resource == "leases":
             continue
+        namespace = "" if resource in CLUSTER_SCOPED else "team-a"
         expected = verb in EXPECTED.get((group, resource), set())
         assert allowed(objects, verb, group, resource, namespace, "x") == expected, (
             verb,
