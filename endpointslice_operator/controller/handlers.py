@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import kopf
 
 from endpointslice_operator.controller.indexes import (
+    LABEL_SERVICE_NAME,
     Indexes,
     identity,
     node_ready,
@@ -39,6 +40,7 @@ from endpointslice_operator.controller.indexes import (
     replaced_by_newer,
     service_key,
     slice_ref,
+    split_key,
 )
 from endpointslice_operator.controller.optin import UPSTREAM_CONTROLLER_NAME
 from endpointslice_operator.controller.queue import ServiceQueue
@@ -336,6 +338,14 @@ class EventRouter:
             elif ref.managed_by == UPSTREAM_CONTROLLER_NAME:
                 self._requeue_managed(ref.service)
             return
+        if previous.managed_by == managed_by and (
+            ref.managed_by != managed_by or previous.service != ref.service
+        ):
+            # The slice left our list for its Service (managed-by relabelled away, or moved to
+            # another Service). For the tracker that Service lost it as if it were deleted;
+            # otherwise every later sync of the Service would wait for it to come back and
+            # report a stale cache until the retry budget dropped the key.
+            self._forget_tracked(namespace, previous.service, ref.uid)
         if previous.service != ref.service:
             self._requeue_for_slice(ref.service, name)
             self._requeue_for_slice(previous.service, name)
@@ -347,6 +357,20 @@ class EventRouter:
             ref.managed_by == UPSTREAM_CONTROLLER_NAME
         ):
             self._requeue_managed(ref.service)
+
+    def _forget_tracked(self, namespace: str, service: str | None, uid: str) -> None:
+        if service is None or not uid:
+            return
+        _, service_name = split_key(service)
+        self.tracker.handle_deletion(
+            {
+                "metadata": {
+                    "namespace": namespace,
+                    "uid": uid,
+                    "labels": {LABEL_SERVICE_NAME: service_name},
+                }
+            }
+        )
 
     def _requeue_for_slice(self, key: str | None, slice_name: str) -> None:
         if key is None:
@@ -417,14 +441,23 @@ def _guarded(kind: str, handler: WatchHandler, router: EventRouter) -> Any:
     return on_event
 
 
-def register_handlers(registry: kopf.OperatorRegistry, router: EventRouter) -> None:
-    """Register the four watch handlers on ``registry`` (and nothing else)."""
+def register_handlers(
+    registry: kopf.OperatorRegistry,
+    router: EventRouter,
+    *,
+    skip: Collection[str] = (),
+) -> None:
+    """Register the watch handlers on ``registry`` (and nothing else): Services, Pods, Nodes and
+    EndpointSlices, except the plural resource names in ``skip`` (the operator lists and
+    watches Pods and EndpointSlices itself, see ``controller.list_watch``)."""
     for group_version, plural, kind, handler in (
         ("v1", "services", "service", router.on_service),
         ("v1", "pods", "pod", router.on_pod),
         ("v1", "nodes", "node", router.on_node),
         ("discovery.k8s.io/v1", "endpointslices", "endpointslice", router.on_slice),
     ):
+        if plural in skip:
+            continue
         group, _, version = group_version.rpartition("/")
         kopf.on.event(group, version, plural, id=f"index-{kind}", registry=registry)(
             _guarded(kind, handler, router)
