@@ -405,6 +405,13 @@ class EventRouter:
                 or node_ready(previous) != node_ready(current)
                 or node_zone(previous) != node_zone(current)
             )
+            if previous is not None and node_zone(previous) != node_zone(current):
+                # Deliberately beyond upstream (which treats zones as immutable): endpoints
+                # carry their node's zone, so the Services with pods there are synced again.
+                for pod in self.indexes.pods.on_node(name):
+                    self._queue_pod_services(
+                        pod.namespace, self.indexes.services.selecting(pod.namespace, pod.labels)
+                    )
         if relevant and self.topology_live:
             self.refresh_topology()
 

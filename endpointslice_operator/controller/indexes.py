@@ -373,6 +373,15 @@ class PodIndex:
         """(namespace, name) of every pod held."""
         return [(namespace, name) for namespace, ns in self._namespaces.items() for name in ns.pods]
 
+    def on_node(self, node_name: str) -> list[PodRecord]:
+        """Every pod scheduled to ``node_name`` (a scan: only for rare node changes)."""
+        return [
+            pod
+            for ns in self._namespaces.values()
+            for pod in ns.pods.values()
+            if pod.node_name == node_name
+        ]
+
     def select(self, namespace: str, selector: Selector) -> list[PodRecord]:
         """The pods of ``namespace`` that ``selector`` matches, in name order.
 

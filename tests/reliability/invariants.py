@@ -74,9 +74,6 @@ class Report:
     """Everything wrong with the current state (empty lists: converged)."""
 
     pending_writes: dict[str, int] = field(default_factory=dict)
-    stale_zones: dict[str, int] = field(default_factory=dict)
-    """Updates that would only change endpoints' ``zone`` after a Node's zone label changed
-    (the operator, like upstream, does not resync Services on that; see docs/reliability.md)."""
     duplicates: list[str] = field(default_factory=list)
     orphans: list[str] = field(default_factory=list)
     managed: int = 0
@@ -108,16 +105,6 @@ def duplicate_endpoints(slices: Iterable[Mapping[str, Any]]) -> list[str]:
     return [f"{kind} {ports} {address}" for (kind, ports, address), n in seen.items() if n > 1]
 
 
-def _without_zones(endpoint_slice: Mapping[str, Any] | None) -> Any:
-    if endpoint_slice is None:
-        return None
-    endpoints = [
-        {k: v for k, v in endpoint.items() if k != "zone"}
-        for endpoint in endpoint_slice.get("endpoints") or []
-    ]
-    return (endpoint_slice.get("ports"), endpoints, labels_of(endpoint_slice))
-
-
 def check(emu: Emulator, config: ReconcilerConfig | None = None) -> Report:
     """Compare every Service's slices with a fresh plan, and look for strays."""
     config = config or ReconcilerConfig(controller_name=MANAGED_BY)
@@ -139,16 +126,8 @@ def check(emu: Emulator, config: ReconcilerConfig | None = None) -> Report:
         managed.add(key)
         existing = slices_by_service.get(key, [])
         plan = plan_service(service, pods, nodes, existing, config)
-        by_name = {s["metadata"]["name"]: s for s in existing}
-        zone_only = [
-            u
-            for u in plan.updates
-            if _without_zones(u) == _without_zones(by_name.get(u["metadata"]["name"]))
-        ]
-        if zone_only:
-            report.stale_zones["/".join(key)] = len(zone_only)
-        if plan.write_count - len(zone_only):
-            report.pending_writes["/".join(key)] = plan.write_count - len(zone_only)
+        if plan.write_count:
+            report.pending_writes["/".join(key)] = plan.write_count
         report.duplicates.extend(f"{'/'.join(key)}: {d}" for d in duplicate_endpoints(existing))
     report.managed = len(managed)
     for key, found in slices_by_service.items():

@@ -1,8 +1,8 @@
 """A Node's zone label changes: the endpoints on it follow.
 
 Issue 4 asks that node zone changes requeue the affected Services; upstream only refreshes its
-topology cache (zones are treated as immutable there), so without the requeue the ``zone`` of
-existing endpoints stays stale until their pods change.
+topology cache (zones are treated as immutable there), so without that requeue the ``zone`` of
+existing endpoints would stay stale until their pods change.
 """
 
 from __future__ import annotations
@@ -15,11 +15,6 @@ from tests.e2e.harness import cluster, endpoints, eventually, pod, running_opera
 pytestmark = pytest.mark.looptime(resolution=1 / 1024)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: node zone changes do not requeue the Services with pods on the node "
-    "(docs/reliability.md)",
-)
 async def test_endpoint_zones_follow_a_node_zone_change() -> None:
     async with run_emulator() as emu:
         cluster(emu)
