@@ -1,13 +1,15 @@
-"""The running operator: Kopf watches -> indexes -> work queue -> syncs, plus health and HA.
+"""The running operator: watches -> indexes -> work queue -> syncs, plus health and HA.
 
 :class:`Operator` wires everything for one replica and can run in-process (tests, the demo):
 
-* Kopf runs with a private registry holding only our ``on.event`` handlers and a login handler
-  that hands Kopf the same credentials the kubernetes-asyncio client uses (see
-  :mod:`.kopf_wiring` for the settings that make it a pure watcher).
+* Pods and EndpointSlices, the kinds with many events, are listed and watched by
+  :mod:`.list_watch` (no per-event framework cost, see docs/performance.md).
+* Services and Nodes: Kopf runs with a private registry holding only our ``on.event`` handlers
+  and a login handler that hands Kopf the same credentials the kubernetes-asyncio client uses
+  (see :mod:`.kopf_wiring` for the settings that make it a pure watcher).
 * Readiness: once the initial listings are in, meaning every index holds at least as many
   objects as the API server reports for that kind (a ``limit=1`` list, re-asked every 2 s).
-* Re-lists: after Kopf lists a kind again (a watch that expired with 410), objects the listing
+* Re-lists: after a kind is listed again (a watch that expired with 410), objects the listing
   left out are checked with the API server and forgotten if gone.
 * Leader election (when enabled) gates the queue workers only: every replica watches and keeps
   its indexes warm; the leader builds a fresh queue, queues every relevant Service once and
@@ -32,11 +34,14 @@ from endpointslice_operator.controller.handlers import EventRouter, register_han
 from endpointslice_operator.controller.health import HealthServer
 from endpointslice_operator.controller.indexes import Indexes
 from endpointslice_operator.controller.kopf_wiring import (
+    WATCH_CLIENT_TIMEOUT,
+    WATCH_SERVER_TIMEOUT,
     connection_info,
     load_client_configuration,
     run_kopf,
 )
 from endpointslice_operator.controller.leader import LeaderElector
+from endpointslice_operator.controller.list_watch import KINDS, ListWatcher
 from endpointslice_operator.controller.queue import ServiceQueue
 from endpointslice_operator.controller.sync import ServiceSyncer
 from endpointslice_operator.controller.writer import ApiError, SliceWriter, raise_for_status
@@ -170,7 +175,7 @@ class Operator:
         async def login(**_: Any) -> kopf.ConnectionInfo:
             return await connection_info(configuration)
 
-        register_handlers(registry, router)
+        register_handlers(registry, router, skip=KINDS)
         loop = asyncio.get_running_loop()
         self._kopf_stop = loop.create_future()
         namespaces = list(self.settings.namespaces)
@@ -183,8 +188,24 @@ class Operator:
         leading_task = asyncio.create_task(
             self._lead(api_client, router, syncer), name="leader-election-and-workers"
         )
+        # Pods and EndpointSlices are watched without Kopf (see controller.list_watch).
+        handlers = {"pods": router.on_pod, "endpointslices": router.on_slice}
+        watch_tasks = [
+            asyncio.create_task(
+                ListWatcher(
+                    api_client,
+                    kind,
+                    handlers[kind],
+                    namespaces=namespaces,
+                    server_timeout=WATCH_SERVER_TIMEOUT,
+                    client_timeout=WATCH_CLIENT_TIMEOUT,
+                ).run(),
+                name=f"{kind}-watch",
+            )
+            for kind in KINDS
+        ]
         stop_task = asyncio.create_task(self._stop.wait())
-        tasks = {kopf_task, readiness_task, leading_task, stop_task}
+        tasks = {kopf_task, *watch_tasks, readiness_task, leading_task, stop_task}
         failure: BaseException | None = None
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
@@ -199,7 +220,7 @@ class Operator:
             # then the watches.
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(leading_task), SHUTDOWN_TIMEOUT)
-            for task in (leading_task, readiness_task, stop_task, *self._background):
+            for task in (leading_task, readiness_task, stop_task, *watch_tasks, *self._background):
                 task.cancel()
             await asyncio.gather(*self._background, return_exceptions=True)
             if not self._kopf_stop.done():

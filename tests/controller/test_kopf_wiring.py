@@ -10,7 +10,7 @@ from endpointslice_operator.controller.kopf_wiring import kopf_settings
 from endpointslice_operator.reconciler.tracker import EndpointSliceTracker
 
 
-def _registry() -> kopf.OperatorRegistry:
+def _registry(*, skip: tuple[str, ...] = ()) -> kopf.OperatorRegistry:
     router = EventRouter(
         indexes=Indexes(
             enabled_annotation="example.io/enabled",
@@ -22,7 +22,7 @@ def _registry() -> kopf.OperatorRegistry:
         batch_period=0.0,
     )
     registry = kopf.OperatorRegistry()
-    register_handlers(registry, router)
+    register_handlers(registry, router, skip=skip)
     return registry
 
 
@@ -38,6 +38,14 @@ def test_only_event_handlers_are_registered() -> None:
         "index-pod",
         "index-node",
         "index-endpointslice",
+    }
+
+
+def test_kinds_can_be_left_to_the_list_watchers() -> None:
+    registry = _registry(skip=("pods", "endpointslices"))
+    assert {h.id for h in registry._watching.get_all_handlers()} == {
+        "index-service",
+        "index-node",
     }
 
 
