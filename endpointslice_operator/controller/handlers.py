@@ -330,6 +330,8 @@ class EventRouter:
                 self._requeue_for_slice(ref.service, name)
             elif ref.managed_by == UPSTREAM_CONTROLLER_NAME and previous is not None:
                 self._requeue_managed(ref.service)
+            if ref.managed_by == managed_by:
+                self._release_tracking(ref.service)
             return
         previous = self.indexes.slices.put(endpoint_slice)
         if previous is None:
@@ -371,6 +373,17 @@ class EventRouter:
                 }
             }
         )
+        self._release_tracking(service)
+
+    def _release_tracking(self, service: str | None) -> None:
+        """Drop a Service's tracker entry once it tracks no slice (the tracker keeps an empty
+        one, as upstream's does; kept, it would cost an entry per Service ever opted out)."""
+        if service is None:
+            return
+        namespace, name = split_key(service)
+        generations = self.tracker.generations(namespace, name)
+        if generations is not None and not generations:
+            self.tracker.delete_service(namespace, name)
 
     def _requeue_for_slice(self, key: str | None, slice_name: str) -> None:
         if key is None:
