@@ -22,6 +22,7 @@ from typing import Any, TextIO
 from endpointslice_operator.controller.operator import Operator
 from endpointslice_operator.settings import Settings
 from endpointslice_operator.testing import Emulator, run_emulator
+from endpointslice_operator.testing.objects import running_pod
 
 __all__ = ["main"]
 
@@ -66,35 +67,14 @@ def _service() -> dict[str, Any]:
 
 
 def _pod(index: int) -> dict[str, Any]:
-    ip = f"10.244.{index // 250}.{index % 250 + 2}"
-    node_name = NODES[index % len(NODES)][0]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": f"{SERVICE}-{index}",
-            "namespace": NAMESPACE,
-            "labels": {"app": SERVICE},
-        },
-        "spec": {
-            "nodeName": node_name,
-            "containers": [
-                {
-                    "name": "app",
-                    "image": "registry.example/web:1.0",
-                    "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
-                }
-            ],
-        },
-        "status": {
-            "phase": "Running",
-            "podIP": ip,
-            "podIPs": [{"ip": ip}],
-            "conditions": [
-                {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}
-            ],
-        },
-    }
+    return running_pod(
+        f"{SERVICE}-{index}",
+        NAMESPACE,
+        {"app": SERVICE},
+        f"10.244.{index // 250}.{index % 250 + 2}",
+        NODES[index % len(NODES)][0],
+        image="registry.example/web:1.0",
+    )
 
 
 def _slices(emu: Emulator) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from endpointslice_operator.reconciler import ReconcilerConfig, TopologyCache, plan_service
 from endpointslice_operator.testing import Store
+from endpointslice_operator.testing.objects import running_pod
 
 __all__ = [
     "ENABLED_ANNOTATION",
@@ -140,33 +141,10 @@ def pod_body(
     labels = {"app": app, "pod-template-hash": "5d8f7c"}
     if opted_in:
         labels[OPTED_IN_LABEL] = "true"
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "spec": {
-            "nodeName": node,
-            "containers": [
-                {
-                    "name": "app",
-                    "image": "example/app:1",
-                    "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
-                }
-            ],
-        },
-        "status": {
-            "phase": "Running",
-            "podIP": ip,
-            "podIPs": [{"ip": ip}],
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True" if ready else "False",
-                    "lastTransitionTime": TRANSITION_TIME,
-                }
-            ],
-        },
-    }
+    return running_pod(
+        name, namespace, labels, ip, node, ready=ready, image="example/app:1",
+        ready_since=TRANSITION_TIME,
+    )  # fmt: skip
 
 
 def _service_groups(scenario: Scenario) -> Iterator[tuple[str, bool, int]]:
