@@ -31,7 +31,9 @@ from endpointslice_operator.controller.optin import (
     evaluate,
 )
 from endpointslice_operator.controller.selectors import Operator, Selector
+from endpointslice_operator.reconciler.compact import compact_slice
 from endpointslice_operator.reconciler.records import PodRecord
+from endpointslice_operator.reconciler.slices import SHARED_PARSE_CACHE
 
 __all__ = [
     "LABEL_MANAGED_BY",
@@ -315,14 +317,49 @@ def _name(body: Mapping[str, Any]) -> str:
 
 
 class _NamespacePods:
-    __slots__ = ("by_label", "pods")
+    __slots__ = ("by_label", "indexed", "pods")
 
     def __init__(self) -> None:
         self.pods: dict[str, PodRecord] = {}
         self.by_label: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self.indexed: set[str] = set()
+        """Label keys with buckets in ``by_label``: those some selector has asked for."""
+
+    def label(self, record: PodRecord) -> None:
+        for key in self.indexed:
+            value = record.labels.get(key)
+            if value is not None:
+                self.by_label[(key, value)].add(record.name)
+
+    def unlabel(self, record: PodRecord) -> None:
+        for key in self.indexed:
+            value = record.labels.get(key)
+            if value is None:
+                continue
+            names = self.by_label.get((key, value))
+            if names is not None:
+                names.discard(record.name)
+                if not names:
+                    del self.by_label[(key, value)]
+
+    def index(self, key: str) -> None:
+        """Start keeping buckets for ``key`` (one scan of the namespace's pods)."""
+        self.indexed.add(key)
+        for name, record in self.pods.items():
+            value = record.labels.get(key)
+            if value is not None:
+                self.by_label[(key, value)].add(name)
 
 
 class PodIndex:
+    """Pod records per namespace, with label buckets for the keys that selectors use.
+
+    Buckets are built for a label key the first time a selector asks for it (then kept up to
+    date): pods carry many labels no Service selects on (``pod-template-hash``,
+    ``controller-revision-hash``, StatefulSet pod names), and a bucket per distinct value of
+    those would cost more than the pod record itself.
+    """
+
     def __init__(self) -> None:
         self._namespaces: dict[str, _NamespacePods] = defaultdict(_NamespacePods)
         self._count = 0
@@ -341,11 +378,10 @@ class PodIndex:
         if previous is None:
             self._count += 1
         elif previous.labels is not record.labels:
-            self._unlabel(ns, previous)
+            ns.unlabel(previous)
         ns.pods[record.name] = record
         if previous is None or previous.labels is not record.labels:
-            for item in record.labels.items():
-                ns.by_label[item].add(record.name)
+            ns.label(record)
         return previous
 
     def remove(self, namespace: str, name: str) -> PodRecord | None:
@@ -355,19 +391,10 @@ class PodIndex:
         previous = ns.pods.pop(name, None)
         if previous is not None:
             self._count -= 1
-            self._unlabel(ns, previous)
+            ns.unlabel(previous)
             if not ns.pods:
                 del self._namespaces[namespace]
         return previous
-
-    @staticmethod
-    def _unlabel(ns: _NamespacePods, record: PodRecord) -> None:
-        for item in record.labels.items():
-            names = ns.by_label.get(item)
-            if names is not None:
-                names.discard(record.name)
-                if not names:
-                    del ns.by_label[item]
 
     def names(self) -> list[tuple[str, str]]:
         """(namespace, name) of every pod held."""
@@ -396,6 +423,8 @@ class PodIndex:
         for req in selector.requirements:
             if req.operator not in (Operator.EQUALS, Operator.IN):
                 continue
+            if req.key not in ns.indexed:
+                ns.index(req.key)
             buckets = [ns.by_label.get((req.key, value), ()) for value in req.values]
             size = sum(len(bucket) for bucket in buckets)
             if size < smallest:
@@ -474,7 +503,13 @@ def slice_ref(endpoint_slice: Mapping[str, Any]) -> tuple[str, str, SliceRef]:
 
 
 class SliceIndex:
-    """Our slices per Service (full JSON as last seen), and where every other slice belongs."""
+    """Our slices per Service (full JSON as last seen), and where every other slice belongs.
+
+    Our slices are kept compacted (``compact_slice``: strings shared with the pod records,
+    one conditions dict per combination), which halves what each cached endpoint costs. When
+    one of ours leaves the index, the reconciler's parse of it is dropped too (the parse cache
+    would otherwise hold deleted slices until its size bound evicts them).
+    """
 
     def __init__(self, managed_by: str) -> None:
         self.managed_by = managed_by
@@ -492,7 +527,7 @@ class SliceIndex:
         self._refs[(namespace, name)] = ref
         if ref.service is not None:
             if ref.managed_by == self.managed_by:
-                self._ours[ref.service][name] = dict(endpoint_slice)
+                self._ours[ref.service][name] = compact_slice(dict(endpoint_slice))
             elif ref.managed_by == UPSTREAM_CONTROLLER_NAME:
                 self._upstream[ref.service].add(name)
         return previous
@@ -506,7 +541,9 @@ class SliceIndex:
         if previous is not None and previous.service is not None:
             ours = self._ours.get(previous.service)
             if ours is not None:
-                ours.pop(name, None)
+                dropped = ours.pop(name, None)
+                if dropped is not None and previous.uid:
+                    SHARED_PARSE_CACHE.forget((previous.uid,))
                 if not ours:
                     del self._ours[previous.service]
             upstream = self._upstream.get(previous.service)

@@ -3,6 +3,7 @@
 A Python port of Kubernetes' ``k8s.io/endpointslice`` reconciler. See ``docs/reconciler.md``.
 """
 
+from .compact import compact_slice
 from .config import ReconcilerConfig
 from .desired import (
     DesiredEndpoints,
@@ -56,6 +57,7 @@ __all__ = [
     "TopologyCache",
     "address_types_for_service",
     "as_pod_record",
+    "compact_slice",
     "desired_from_service_pods",
     "endpoint_from_dict",
     "format_trigger_time",

@@ -130,14 +130,15 @@ def pod_record(pod: Mapping[str, Any]) -> PodRecord:
         if not isinstance(ip, str):
             errors.append(f"bad podIPs entry {entry!r}")
             continue
-        raw_ips.append(ip)
         parsed = canonical_ip(ip)
         if parsed is None:
             errors.append(f"invalid pod IP {ip!r}")
-        elif parsed[1]:
-            ipv6.append(sys.intern(parsed[0]))
-        else:
-            ipv4.append(sys.intern(parsed[0]))
+            raw_ips.append(ip)
+            continue
+        canonical = sys.intern(parsed[0])
+        # The usual IP is already canonical: keep one string for both fields.
+        raw_ips.append(canonical if canonical == ip else ip)
+        (ipv6 if parsed[1] else ipv4).append(canonical)
 
     ready = False
     ready_transition: str | None = None
@@ -149,6 +150,7 @@ def pod_record(pod: Mapping[str, Any]) -> PodRecord:
             ready_transition = sys.intern(transition) if isinstance(transition, str) else None
             break
 
+    pod_ips_tuple = tuple(raw_ips)
     return PodRecord(
         namespace=_intern_str(metadata.get("namespace")),
         name=_intern_str(metadata.get("name")),
@@ -157,9 +159,9 @@ def pod_record(pod: Mapping[str, Any]) -> PodRecord:
         resource_version=_intern_str(metadata.get("resourceVersion")),
         phase=_intern_str(status.get("phase")),
         pod_ip=_intern_str(status.get("podIP")),
-        pod_ips=tuple(raw_ips),
-        ipv4=tuple(ipv4),
-        ipv6=tuple(ipv6),
+        pod_ips=pod_ips_tuple,
+        ipv4=pod_ips_tuple if ipv4 == raw_ips else tuple(ipv4),
+        ipv6=pod_ips_tuple if ipv6 == raw_ips else tuple(ipv6),
         ready=ready,
         ready_transition=ready_transition,
         terminating=metadata.get("deletionTimestamp") is not None,

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from endpointslice_operator.controller.indexes import Indexes, slim_node, slim_service
+from endpointslice_operator.controller.selectors import parse_selector
+from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY
 from endpointslice_operator.reconciler.records import pod_record
+from endpointslice_operator.reconciler.slices import SHARED_PARSE_CACHE
 
 ENABLED = "endpointslice-operator.io/enabled"
 SELECTOR = "endpointslice-operator.io/selector"
@@ -153,3 +160,116 @@ def test_slices_by_owner() -> None:
     idx.slices.remove(_slice("web-2", "web", "endpointslice-controller.k8s.io"))
     assert not idx.slices.has_upstream("ns/web")
     assert idx.counts()["endpointslices"] == 3
+
+
+_LABEL_VALUES = ("a", "b", "c")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(
+                st.just("put"),
+                st.integers(0, 5),
+                st.dictionaries(
+                    st.sampled_from(("app", "tier", "hash")),
+                    st.sampled_from(_LABEL_VALUES),
+                    max_size=3,
+                ),
+            ),
+            st.tuples(st.just("remove"), st.integers(0, 5), st.just({})),
+            st.tuples(
+                st.just("select"),
+                st.integers(0, 5),
+                st.dictionaries(
+                    st.sampled_from(("app", "tier", "hash")),
+                    st.sampled_from(_LABEL_VALUES),
+                    min_size=1,
+                    max_size=2,
+                ),
+            ),
+        ),
+        max_size=40,
+    )
+)
+def test_label_buckets_built_on_demand_select_like_a_full_scan(
+    steps: list[tuple[str, int, dict[str, str]]],
+) -> None:
+    """Buckets exist only for keys a selector asked for, and selection always equals a scan."""
+    idx = make_indexes()
+    model: dict[str, dict[str, str]] = {}
+    for action, number, labels in steps:
+        name = f"pod-{number}"
+        if action == "put":
+            idx.pods.put(pod_record(pod(name, labels)))
+            model[name] = labels
+        elif action == "remove":
+            idx.pods.remove("ns", name)
+            model.pop(name, None)
+        else:
+            expected = sorted(
+                n for n, have in model.items() if all(have.get(k) == v for k, v in labels.items())
+            )
+            selector = parse_selector(",".join(f"{k}={v}" for k, v in labels.items()))
+            assert [p.name for p in idx.pods.select("ns", selector)] == expected
+    assert len(idx.pods) == len(model)
+
+
+def test_labels_no_selector_uses_get_no_buckets() -> None:
+    idx = make_indexes()
+    for i in range(50):
+        labels = {"app": "web", "statefulset.kubernetes.io/pod-name": f"web-{i}"}
+        idx.pods.put(pod_record(pod(f"web-{i}", labels)))
+    assert len(idx.pods.select("ns", parse_selector("app=web"))) == 50
+    ns = idx.pods._namespaces["ns"]
+    assert ns.indexed == {"app"}
+    assert set(ns.by_label) == {("app", "web")}
+
+
+def _endpoint_slice(name: str, uid: str, pods: list[str]) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": uid,
+            "resourceVersion": "7",
+            "labels": {"kubernetes.io/service-name": "web", LABEL_MANAGED_BY: ME},
+        },
+        "addressType": "IPv4",
+        "ports": [{"name": "http", "port": 80, "protocol": "TCP"}],
+        "endpoints": [
+            {
+                "addresses": ["10.1.0.1"],
+                "conditions": {"ready": True, "serving": True, "terminating": False},
+                "nodeName": "node-1",
+                "targetRef": {"kind": "Pod", "namespace": "ns", "name": p, "uid": f"p-{p}"},
+            }
+            for p in pods
+        ],
+    }
+
+
+def test_our_slices_are_kept_compact_and_equal() -> None:
+    idx = make_indexes()
+    record = pod_record(pod("web-0", {"app": "web"}))
+    decoded = json.loads(json.dumps(_endpoint_slice("web-x", "s-1", ["web-0", "web-1"])))
+    idx.slices.put(decoded)
+    (held,) = idx.slices.ours("ns/web")
+    assert held == _endpoint_slice("web-x", "s-1", ["web-0", "web-1"])
+    first, second = held["endpoints"]
+    assert first["conditions"] is second["conditions"]
+    # The strings are the pod record's own (both interned), not copies.
+    assert first["targetRef"]["name"] is record.name
+    assert first["targetRef"]["uid"] is record.uid
+    assert first["addresses"][0] is record.ipv4[0]
+
+
+def test_a_deleted_slice_leaves_the_parse_cache() -> None:
+    idx = make_indexes()
+    endpoint_slice = _endpoint_slice("web-x", "uid-parse-cache-test", ["web-0"])
+    idx.slices.put(endpoint_slice)
+    SHARED_PARSE_CACHE.view(idx.slices.ours("ns/web")[0])
+    assert "uid-parse-cache-test" in SHARED_PARSE_CACHE._entries
+    idx.slices.remove(endpoint_slice)
+    assert "uid-parse-cache-test" not in SHARED_PARSE_CACHE._entries

@@ -1,0 +1,73 @@
+"""Leaner EndpointSlices for long-lived caches.
+
+A controller keeps every slice it manages in memory, and most of that memory is the endpoint
+list: per endpoint a dict, its conditions, its targetRef and half a dozen strings that the same
+process already holds elsewhere (the pod's name, uid and IP in its pod cache, the node and zone
+names thousands of times over). ``compact_slice`` rewrites a freshly decoded slice in place so
+that equal strings are one object (``sys.intern``, which the pod records use too) and endpoints
+with equal conditions share one conditions dict. The result compares equal to the input and
+serialises to the same JSON; it must be treated as read-only, like any cached object (the
+planner deep-copies what it writes back).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import MutableMapping
+from typing import Any, TypeVar
+
+__all__ = ["compact_slice"]
+
+_CONDITION_KEYS = frozenset(("ready", "serving", "terminating"))
+_REF_KEYS = ("kind", "namespace", "name", "uid")
+_ENDPOINT_STRINGS = ("nodeName", "zone", "hostname")
+
+_Slice = TypeVar("_Slice", bound=MutableMapping[str, Any])
+
+_shared_conditions: dict[tuple[tuple[str, bool], ...], dict[str, bool]] = {}
+"""At most 27 entries: each condition absent, true or false."""
+
+
+def _conditions(value: Any) -> Any:
+    if type(value) is not dict or not value.keys() <= _CONDITION_KEYS:
+        return value
+    items = tuple(value.items())
+    if any(type(flag) is not bool for _, flag in items):
+        return value
+    shared = _shared_conditions.get(items)
+    if shared is None:
+        shared = _shared_conditions[items] = dict(items)
+    return shared
+
+
+def _intern_values(mapping: MutableMapping[str, Any], keys: tuple[str, ...]) -> None:
+    for key in keys:
+        value = mapping.get(key)
+        if type(value) is str:
+            mapping[key] = sys.intern(value)
+
+
+def compact_slice(endpoint_slice: _Slice) -> _Slice:
+    """Share the strings and condition dicts of ``endpoint_slice``'s endpoints, in place.
+
+    For objects the caller owns and will not modify afterwards (a decoded watch event, say).
+    Anything not shaped like an EndpointSlice is left as it is. Returns the same object.
+    """
+    endpoints = endpoint_slice.get("endpoints")
+    if type(endpoints) is not list:
+        return endpoint_slice
+    for endpoint in endpoints:
+        if type(endpoint) is not dict:
+            continue
+        addresses = endpoint.get("addresses")
+        if type(addresses) is list:
+            for i, address in enumerate(addresses):
+                if type(address) is str:
+                    addresses[i] = sys.intern(address)
+        if "conditions" in endpoint:
+            endpoint["conditions"] = _conditions(endpoint["conditions"])
+        _intern_values(endpoint, _ENDPOINT_STRINGS)
+        ref = endpoint.get("targetRef")
+        if type(ref) is dict:
+            _intern_values(ref, _REF_KEYS)
+    return endpoint_slice
