@@ -1,0 +1,85 @@
+"""The API session: the proxy resolved once from the environment, no per-request look-ups."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from aiohttp import web
+from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api
+
+from endpointslice_operator.controller.api_session import resolve_env_proxy, without_env_lookups
+from endpointslice_operator.testing import run_emulator
+
+_PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
+
+
+@pytest.fixture(autouse=True)
+def clean_proxy_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in _PROXY_VARS:
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_the_environment_proxy_is_resolved_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://user:secret@proxy.example:3128")
+    configuration = Configuration(host="https://api.example:6443")
+    resolve_env_proxy(configuration)
+    assert configuration.proxy == "http://proxy.example:3128"
+    expected = "Basic " + base64.b64encode(b"user:secret").decode()
+    assert configuration.proxy_headers == {"Proxy-Authorization": expected}
+
+
+def test_no_proxy_and_an_explicit_proxy_win(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "api.example")
+    exempt = Configuration(host="https://api.example:6443")
+    resolve_env_proxy(exempt)
+    assert not exempt.proxy
+    explicit = Configuration(host="https://other.example:6443")
+    explicit.proxy = "http://mine.example:8080"
+    resolve_env_proxy(explicit)
+    assert explicit.proxy == "http://mine.example:8080"
+    without = Configuration(host="http://plain.example:8080")  # no HTTP_PROXY set
+    resolve_env_proxy(without)
+    assert not without.proxy
+
+
+async def test_requests_work_after_the_swap_on_the_same_connector() -> None:
+    async with run_emulator() as emu, ApiClient(Configuration(host=emu.url)) as api_client:
+        connector = api_client.rest_client.pool_manager.connector
+        without_env_lookups(api_client)
+        session = api_client.rest_client.pool_manager
+        assert session.trust_env is False
+        assert session.connector is connector
+        namespace = await CoreV1Api(api_client).read_namespace("default")
+        assert namespace.metadata.name == "default"
+
+
+async def test_requests_go_through_the_resolved_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forward proxy (absolute-form request targets) that answers for an unresolvable host."""
+    seen: list[str] = []
+
+    async def forward(request: web.Request) -> web.Response:
+        seen.append(str(request.url))
+        return web.json_response(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "via-proxy"}}
+        )
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", forward)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+        configuration = Configuration(host="http://api.invalid:8080")
+        resolve_env_proxy(configuration)
+        async with ApiClient(configuration) as api_client:
+            without_env_lookups(api_client)
+            namespace = await CoreV1Api(api_client).read_namespace("anything")
+    finally:
+        await runner.cleanup()
+    assert namespace.metadata.name == "via-proxy"
+    assert seen == ["http://api.invalid:8080/api/v1/namespaces/anything"]
