@@ -9,6 +9,7 @@ from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api
 
 from endpointslice_operator.controller.api_session import resolve_env_proxy, without_env_lookups
+from endpointslice_operator.controller.kopf_wiring import connection_info
 from endpointslice_operator.testing import run_emulator
 
 _PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
@@ -83,3 +84,11 @@ async def test_requests_go_through_the_resolved_proxy(monkeypatch: pytest.Monkey
         await runner.cleanup()
     assert namespace.metadata.name == "via-proxy"
     assert seen == ["http://api.invalid:8080/api/v1/namespaces/anything"]
+
+
+async def test_kopf_gets_the_same_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    configuration = Configuration(host="https://api.example:6443")
+    resolve_env_proxy(configuration)
+    assert (await connection_info(configuration)).proxy_url == "http://proxy.example:3128"
+    assert (await connection_info(Configuration(host="https://x:1"))).proxy_url is None
