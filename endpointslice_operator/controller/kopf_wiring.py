@@ -69,7 +69,7 @@ async def connection_info(configuration: Configuration) -> kopf.ConnectionInfo:
         token=token,
         certificate_path=configuration.cert_file or None,
         private_key_path=configuration.key_file or None,
-        # The proxy resolved at start (api_session.resolve_env_proxy, or kubeconfig proxy-url).
+        # The proxy resolved at start (api_client.resolve_env_proxy, or kubeconfig proxy-url).
         proxy_url=cast(Any, configuration).proxy or None,
     )
 

@@ -29,7 +29,7 @@ from typing import Any
 import kopf
 from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api, DiscoveryV1Api
 
-from endpointslice_operator.controller.api_session import resolve_env_proxy, without_env_lookups
+from endpointslice_operator.controller.api_client import OperatorApiClient, resolve_env_proxy
 from endpointslice_operator.controller.events import EventRecorder
 from endpointslice_operator.controller.handlers import EventRouter, register_handlers
 from endpointslice_operator.controller.health import HealthServer
@@ -140,8 +140,7 @@ class Operator:
     async def run(self) -> None:
         configuration = await load_client_configuration(self.settings)
         resolve_env_proxy(configuration)
-        async with ApiClient(configuration) as api_client:
-            without_env_lookups(api_client)
+        async with OperatorApiClient(configuration) as api_client:
             self.api_client = api_client
             recorder = EventRecorder(api_client, instance=self.identity)
             syncer = ServiceSyncer(

@@ -2,8 +2,9 @@
 
 Objects travel as plain JSON dicts both ways. Responses are read raw (``_preload_content=False``)
 so the slice the server returns is the exact JSON the reconciler and the indexes work with, not a
-round trip through the generated models. Failures become :class:`ApiError`, which keeps the
-HTTP status and the ``Status`` object's reason and causes.
+round trip through the generated models. Request bodies go out as ``JsonBody`` (sent as they are
+by ``OperatorApiClient``, copied by any other ``ApiClient``). Failures become :class:`ApiError`,
+which keeps the HTTP status and the ``Status`` object's reason and causes.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from kubernetes_asyncio.client import ApiClient, DiscoveryV1Api
+
+from endpointslice_operator.controller.api_client import JsonBody
 
 __all__ = ["ApiError", "SliceWriter", "raise_for_status"]
 
@@ -81,7 +84,7 @@ class SliceWriter:
         """POST a slice (normally with ``metadata.generateName``); returns the stored object."""
         namespace = endpoint_slice["metadata"]["namespace"]
         response = await self._api.create_namespaced_endpoint_slice(
-            namespace, cast(Any, dict(endpoint_slice)), _preload_content=False
+            namespace, cast(Any, JsonBody(endpoint_slice)), _preload_content=False
         )
         return await raise_for_status(response)
 
@@ -95,7 +98,7 @@ class SliceWriter:
         response = await self._api.replace_namespaced_endpoint_slice(
             metadata["name"],
             metadata["namespace"],
-            cast(Any, dict(endpoint_slice)),
+            cast(Any, JsonBody(endpoint_slice)),
             _preload_content=False,
         )
         return await raise_for_status(response)
@@ -106,7 +109,7 @@ class SliceWriter:
         Returns False when it was already gone (404), which is not an error.
         """
         metadata = endpoint_slice["metadata"]
-        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        body = JsonBody(apiVersion="v1", kind="DeleteOptions")
         if metadata.get("uid"):
             body["preconditions"] = {"uid": metadata["uid"]}
         response = await self._api.delete_namespaced_endpoint_slice(

@@ -1,4 +1,5 @@
-"""The API session: the proxy resolved once from the environment, no per-request look-ups."""
+"""The operator's API client: the proxy resolved once from the environment, no per-request
+look-ups, JSON bodies sent without a recursive copy."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api
 
-from endpointslice_operator.controller.api_session import resolve_env_proxy, without_env_lookups
+from endpointslice_operator.controller.api_client import (
+    JsonBody,
+    OperatorApiClient,
+    resolve_env_proxy,
+)
 from endpointslice_operator.controller.kopf_wiring import connection_info
 from endpointslice_operator.testing import run_emulator
 
@@ -45,15 +50,28 @@ def test_no_proxy_and_an_explicit_proxy_win(monkeypatch: pytest.MonkeyPatch) -> 
     assert not without.proxy
 
 
-async def test_requests_work_after_the_swap_on_the_same_connector() -> None:
-    async with run_emulator() as emu, ApiClient(Configuration(host=emu.url)) as api_client:
-        connector = api_client.rest_client.pool_manager.connector
-        without_env_lookups(api_client)
-        session = api_client.rest_client.pool_manager
-        assert session.trust_env is False
-        assert session.connector is connector
-        namespace = await CoreV1Api(api_client).read_namespace("default")
-        assert namespace.metadata.name == "default"
+async def test_requests_work_on_a_session_without_env_lookups() -> None:
+    async with run_emulator() as emu:
+        async with ApiClient(Configuration(host=emu.url)) as stock:
+            assert stock.rest_client.pool_manager.trust_env is True
+        async with OperatorApiClient(Configuration(host=emu.url)) as api_client:
+            session = api_client.rest_client.pool_manager
+            assert session.trust_env is False
+            assert session.connector is not None and not session.connector.closed
+            namespace = await CoreV1Api(api_client).read_namespace("default")
+            assert namespace.metadata.name == "default"
+        assert session.closed
+
+
+async def test_json_bodies_are_sent_as_they_are() -> None:
+    async with OperatorApiClient(Configuration(host="http://127.0.0.1:1")) as api_client:
+        body = JsonBody(metadata={"name": "x"}, items=[{"a": 1}])
+        assert api_client.sanitize_for_serialization(body) is body
+        plain = {"metadata": {"name": "x"}}
+        assert api_client.sanitize_for_serialization(plain) == plain
+        assert api_client.sanitize_for_serialization(plain) is not plain
+    async with ApiClient(Configuration(host="http://127.0.0.1:1")) as stock:
+        assert stock.sanitize_for_serialization(body) == body
 
 
 async def test_requests_go_through_the_resolved_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -77,8 +95,7 @@ async def test_requests_go_through_the_resolved_proxy(monkeypatch: pytest.Monkey
         monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
         configuration = Configuration(host="http://api.invalid:8080")
         resolve_env_proxy(configuration)
-        async with ApiClient(configuration) as api_client:
-            without_env_lookups(api_client)
+        async with OperatorApiClient(configuration) as api_client:
             namespace = await CoreV1Api(api_client).read_namespace("anything")
     finally:
         await runner.cleanup()
