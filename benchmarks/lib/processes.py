@@ -73,6 +73,7 @@ def cpu_seconds(pid: int) -> float:
 def _python_command(module: str, args: Sequence[str], profile_name: str | None) -> list[str]:
     profile_dir = os.environ.get("BENCH_PROFILE_DIR")
     if profile_dir and profile_name:
+        Path(profile_dir).mkdir(parents=True, exist_ok=True)
         output = Path(profile_dir) / f"{profile_name}-{os.getpid()}-{time.monotonic_ns()}.txt"
         return [
             sys.executable,
