@@ -20,6 +20,7 @@ from endpointslice_operator.reconciler import (
     pod_record,
 )
 from endpointslice_operator.reconciler.slices import SliceParseCache
+from endpointslice_operator.testing.objects import running_pod
 
 from ..figure import Figure, best_of_interleaved
 
@@ -63,36 +64,16 @@ def _node(i: int) -> dict[str, Any]:
 
 def _pod(i: int, *, ready: bool = True) -> dict[str, Any]:
     ip = f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}"
-    return {
-        "metadata": {
-            "namespace": NAMESPACE,
-            "name": f"web-{i:05d}",
-            "uid": f"pod-uid-{i:05d}",
-            "labels": {"app": "web", "pod-template-hash": "5d8f7c"},
-            "resourceVersion": str(1000 + i),
-        },
-        "spec": {
-            "nodeName": f"node-{i % NODES}",
-            "containers": [
-                {
-                    "name": "web",
-                    "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
-                }
-            ],
-        },
-        "status": {
-            "phase": "Running",
-            "podIP": ip,
-            "podIPs": [{"ip": ip}],
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True" if ready else "False",
-                    "lastTransitionTime": "2026-01-01T00:00:00Z",
-                }
-            ],
-        },
-    }
+    pod = running_pod(
+        f"web-{i:05d}",
+        NAMESPACE,
+        {"app": "web", "pod-template-hash": "5d8f7c"},
+        ip,
+        f"node-{i % NODES}",
+        ready=ready,
+    )
+    pod["metadata"].update(uid=f"pod-uid-{i:05d}", resourceVersion=str(1000 + i))
+    return pod
 
 
 def plain_endpoints(records: list[PodRecord], zones: dict[str, str]) -> list[dict[str, Any]]:
