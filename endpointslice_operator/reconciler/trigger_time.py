@@ -16,6 +16,7 @@ approximate value; the annotation is a latency hint, not an audit log.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -42,6 +43,13 @@ def parse_time(value: str | datetime | None) -> datetime | None:
         return value.astimezone(UTC)
     if not isinstance(value, str):
         return None
+    return _parse_rfc3339(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_rfc3339(value: str) -> datetime | None:
+    """Memoised: every sync parses the Ready transition time of each selected pod, and those
+    have one-second resolution, so a rollout's pods share a handful of values."""
     match = _RFC3339.match(value.strip())
     if match is None:
         return None
