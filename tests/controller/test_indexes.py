@@ -165,30 +165,22 @@ def test_slices_by_owner() -> None:
 _LABEL_VALUES = ("a", "b", "c")
 
 
+def _labels(min_size: int, max_size: int) -> st.SearchStrategy[dict[str, str]]:
+    return st.dictionaries(
+        st.sampled_from(("app", "tier", "hash")),
+        st.sampled_from(_LABEL_VALUES),
+        min_size=min_size,
+        max_size=max_size,
+    )
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     steps=st.lists(
         st.one_of(
-            st.tuples(
-                st.just("put"),
-                st.integers(0, 5),
-                st.dictionaries(
-                    st.sampled_from(("app", "tier", "hash")),
-                    st.sampled_from(_LABEL_VALUES),
-                    max_size=3,
-                ),
-            ),
+            st.tuples(st.just("put"), st.integers(0, 5), _labels(0, 3)),
             st.tuples(st.just("remove"), st.integers(0, 5), st.just({})),
-            st.tuples(
-                st.just("select"),
-                st.integers(0, 5),
-                st.dictionaries(
-                    st.sampled_from(("app", "tier", "hash")),
-                    st.sampled_from(_LABEL_VALUES),
-                    min_size=1,
-                    max_size=2,
-                ),
-            ),
+            st.tuples(st.just("select"), st.integers(0, 5), _labels(1, 2)),
         ),
         max_size=40,
     )
