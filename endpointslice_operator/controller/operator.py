@@ -49,6 +49,7 @@ from endpointslice_operator.controller.writer import ApiError, SliceWriter, rais
 from endpointslice_operator.metrics import OperatorMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
 from endpointslice_operator.reconciler.topology import TopologyCache
+from endpointslice_operator.reconciler.tracker import StaleInformerCache
 from endpointslice_operator.settings import Settings
 
 __all__ = ["Operator", "OperatorFailed"]
@@ -385,6 +386,8 @@ class Operator:
             workers=self.settings.workers,
             qps=self.settings.qps,
             burst=self.settings.burst,
+            # Waiting for our own writes' watch echo is not a failure (see queue.py).
+            wait_errors=(StaleInformerCache,),
             metrics=self.metrics.workqueue,
         )
         self.queue = queue

@@ -234,6 +234,66 @@ async def test_failing_key_is_retried_15_times_then_dropped(
     )
 
 
+class Behind(Exception):
+    """Stands for StaleInformerCache: a wait, not a failure."""
+
+
+async def test_wait_errors_do_not_spend_the_retry_budget(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    metrics = OperatorMetrics()
+    queue = ServiceQueue(wait_errors=(Behind,), metrics=metrics.workqueue)
+    outcomes = ["behind"] * 40 + ["fail", "behind", "ok"]
+
+    async def behave(_: str) -> None:
+        outcome = outcomes.pop(0)
+        if outcome == "behind":
+            raise Behind("cache behind our writes")
+        if outcome == "fail":
+            raise RuntimeError("apiserver says no")
+
+    handler = Recorder(behave)
+    queue.add("ns/svc")
+    with caplog.at_level(logging.DEBUG, logger="endpointslice_operator.controller.queue"):
+        await run_until_idle(queue, handler)
+    # 40 waits (far more than the budget of 15) and nothing is dropped; the waits back off
+    # 0.1, 0.2, 0.4, 0.8 s, then 1 s each; a real failure then waits the full first backoff
+    # (1 s) and the next wait continues the wait backoff (1 s, capped).
+    assert len(handler.calls) == 43
+    gaps = [b - a for a, b in zip(handler.times, handler.times[1:], strict=False)]
+    assert gaps == pytest.approx([0.1, 0.2, 0.4, 0.8] + [1.0] * 36 + [1.0, 1.0])
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert metrics.sample_value(
+        "endpointslice_operator_queue_dropped_total", {"name": "endpoint_slice"}
+    ) in (None, 0)
+    assert queue.num_requeues("ns/svc") == 0  # forgotten after the final success
+
+
+async def test_a_burst_of_adds_while_waiting_drops_nothing() -> None:
+    """Every pod event of a burst re-adds the key at once; each attempt finds the cache behind."""
+    metrics = OperatorMetrics()
+    queue = ServiceQueue(wait_errors=(Behind,), max_retries=3, metrics=metrics.workqueue)
+    echo = asyncio.Event()
+
+    async def behave(_: str) -> None:
+        if not echo.is_set():
+            raise Behind("cache behind our writes")
+
+    handler = Recorder(behave)
+    runner = asyncio.create_task(queue.run(handler))
+    for _ in range(30):
+        queue.add("ns/svc")
+        await asyncio.sleep(0.01)
+    echo.set()
+    await queue.wait_idle()
+    await queue.stop()
+    await runner
+    assert len(handler.calls) > 3  # more attempts than the budget allows failures
+    assert metrics.sample_value(
+        "endpointslice_operator_queue_dropped_total", {"name": "endpoint_slice"}
+    ) in (None, 0)
+
+
 async def test_success_forgets_the_backoff() -> None:
     queue = ServiceQueue()
     failures = {"n": 0}
