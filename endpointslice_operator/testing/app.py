@@ -45,6 +45,10 @@ JSON_TYPE = "application/json"
 DEFAULT_WATCH_TIMEOUT = 1800.0  # kube-apiserver's --min-request-timeout
 BOOKMARK_BEFORE_TIMEOUT = 2.0  # seconds; the watch cache's last bookmark before a timeout
 FAULT_RECHECK_SECONDS = 1.0  # idle watches re-read the fault settings this often
+CLOCK_SLACK = 1e-3
+"""A watch deadline this close counts as reached. Virtual clocks (looptime) quantize time, and
+``started + 3.0`` may sit a hair above every value such a clock can reach: waiting for the
+remaining ~1e-16 s would then spin at one instant for ever. A millisecond early is harmless."""
 # Kinds whose DELETE answers with the object rather than a Status (ReturnDeletedObject).
 RETURNS_DELETED_OBJECT = frozenset({"pods"})
 NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
@@ -612,14 +616,14 @@ class ApiApp:
                 now = loop.time()
                 drop_after = self.emulator.faults.watch_drop_seconds  # may change at runtime
                 drop_at = started + drop_after if drop_after > 0 else float("inf")
-                if now >= drop_at:
+                if now >= drop_at - CLOCK_SLACK:
                     self.injector.record_watch_drop()
                     if request.transport is not None:
                         request.transport.abort()
                     return response
-                if now >= deadline:
+                if now >= deadline - CLOCK_SLACK:
                     break
-                if now >= next_bookmark:
+                if now >= next_bookmark - CLOCK_SLACK:
                     watcher.push(bookmark_line(info, self.store.resource_version))
                     next_bookmark = next_bookmark_after(now)
                     continue

@@ -129,3 +129,29 @@ async def test_watch_drop_enabled_at_runtime_cuts_open_streams(
             await response.read()
     assert emu.faults_injected["watch_drop"] == 1
     assert asyncio.get_running_loop().time() == pytest.approx(10, abs=1.1)
+
+
+# Start times (in looptime's default 1e-6 ticks) at which ``start + 3.0`` in floating point lies
+# above every reachable clock value; before CLOCK_SLACK the watch loop spun at one instant there.
+AWKWARD_STARTS = (0.008548, 0.014127, 0.019706)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("start", AWKWARD_STARTS)
+async def test_watch_deadlines_are_reached_on_a_quantized_clock(
+    emu: Emulator, client: Client, start: float
+) -> None:
+    loop = asyncio.get_running_loop()
+    await asyncio.sleep(start - loop.time())
+    async with client.session.get(
+        emu.url + SLICES, params={"watch": "1", "timeoutSeconds": "3"}
+    ) as response:
+        await response.read()  # ends at the timeout
+    assert loop.time() == pytest.approx(start + 3.0, abs=0.01)
+    await asyncio.sleep(start + 10.0 - loop.time())
+    emu.faults.watch_drop_seconds = 3.0
+    with pytest.raises(aiohttp.ClientPayloadError):
+        async with client.session.get(emu.url + SLICES, params={"watch": "1"}) as response:
+            await response.read()
+    assert emu.faults_injected["watch_drop"] == 1
+    assert loop.time() == pytest.approx(start + 13.0, abs=0.01)
