@@ -2,6 +2,9 @@
 
 Go's ``netutils.ParseIPSloppy`` accepts IPv4 octets with leading zeros (read as decimal) and
 ``net.IP.String()`` prints the canonical form; an IPv4-mapped IPv6 address is an IPv4 address.
+
+``endpoint_ip`` adds the API server's rule for addresses in an EndpointSlice: special addresses
+(unspecified, loopback, link-local, link-local multicast) are refused there.
 """
 
 from __future__ import annotations
@@ -9,7 +12,9 @@ from __future__ import annotations
 import ipaddress
 from functools import lru_cache
 
-__all__ = ["canonical_ip"]
+__all__ = ["NOT_AN_IP", "canonical_ip", "endpoint_ip"]
+
+NOT_AN_IP = "not an IP address"
 
 
 def _sloppy_ipv4(text: str) -> str | None:
@@ -34,6 +39,56 @@ def canonical_ip(text: str) -> tuple[str, bool] | None:
     Deliberate difference: upstream turns an unparsable address into the string ``<nil>`` and
     files it under IPv4; API validation makes that impossible for real pods, and we skip it.
     """
+    return _canonical_ip(text)
+
+
+@lru_cache(maxsize=1 << 16)
+def endpoint_ip(text: str) -> tuple[str, bool] | str:
+    """``(canonical text, is_ipv6)`` for a pod IP an EndpointSlice may hold, else why not.
+
+    The reason (a string) is ``NOT_AN_IP`` or names the special range the address is
+    in, e.g. ``"loopback address"``. This is the pod-IP hot path: the range checks run on a
+    cache miss only.
+    """
+    parsed = _canonical_ip(text)
+    if parsed is None:
+        return NOT_AN_IP
+    reason = _special_address(*parsed)
+    return parsed if reason is None else reason
+
+
+def _special_address(canonical: str, is_ipv6: bool) -> str | None:
+    """Which special range ``canonical`` is in, or ``None`` for an ordinary address.
+
+    This mirrors kube-apiserver's endpoint IP validation (ValidateNonSpecialIP, applied to
+    EndpointSlice addresses), which refuses the whole slice when one address is special.
+    Deliberate difference from upstream's controller: it writes such an address and the write
+    is refused (then retried forever, blocking every endpoint of the Service); we drop the one
+    address and report it, so the Service's other endpoints are still published.
+    The ranges are Go's ``net.IP`` predicates, as the API server uses them.
+    """
+    address: ipaddress.IPv4Address | ipaddress.IPv6Address = (
+        ipaddress.IPv6Address(canonical) if is_ipv6 else ipaddress.IPv4Address(canonical)
+    )
+    if address.is_unspecified:  # 0.0.0.0, ::
+        return "unspecified address"
+    if address.is_loopback:  # 127.0.0.0/8, ::1
+        return "loopback address"
+    if address.is_link_local:  # 169.254.0.0/16, fe80::/10
+        return "link-local address"
+    if _is_link_local_multicast(address.packed):
+        return "link-local multicast address"
+    return None
+
+
+def _is_link_local_multicast(packed: bytes) -> bool:
+    """Go's ``IsLinkLocalMulticast``: 224.0.0.0/24, or ff02::/16 with any flags (ffX2::/16)."""
+    if len(packed) == 4:
+        return packed[:3] == b"\xe0\x00\x00"
+    return packed[0] == 0xFF and packed[1] & 0x0F == 0x02
+
+
+def _canonical_ip(text: str) -> tuple[str, bool] | None:
     if ":" not in text:
         v4 = _sloppy_ipv4(text)
         return None if v4 is None else (v4, False)

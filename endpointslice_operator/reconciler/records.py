@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from .ipaddr import canonical_ip
+from .ipaddr import NOT_AN_IP, endpoint_ip
 
 __all__ = ["ContainerPort", "PodRecord", "as_pod_record", "pod_record"]
 
@@ -114,6 +114,12 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def _ip_error(ip: str, reason: str) -> str:
+    if reason == NOT_AN_IP:
+        return f"invalid pod IP {ip!r}"
+    return f"invalid pod IP {ip!r}: {reason}, which the API server refuses in an EndpointSlice"
+
+
 def pod_record(pod: Mapping[str, Any]) -> PodRecord:
     """Project a Pod (JSON mapping, as the API returns it) onto a ``PodRecord``."""
     errors: list[str] = []
@@ -130,9 +136,10 @@ def pod_record(pod: Mapping[str, Any]) -> PodRecord:
         if not isinstance(ip, str):
             errors.append(f"bad podIPs entry {entry!r}")
             continue
-        parsed = canonical_ip(ip)
-        if parsed is None:
-            errors.append(f"invalid pod IP {ip!r}")
+        parsed = endpoint_ip(ip)
+        if isinstance(parsed, str):
+            # Unparsable, or a special address the API server refuses in an EndpointSlice.
+            errors.append(_ip_error(ip, parsed))
             raw_ips.append(ip)
             continue
         canonical = sys.intern(parsed[0])

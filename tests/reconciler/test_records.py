@@ -16,7 +16,7 @@ from endpointslice_operator.reconciler import (
     format_trigger_time,
     pod_record,
 )
-from endpointslice_operator.reconciler.ipaddr import canonical_ip
+from endpointslice_operator.reconciler.ipaddr import NOT_AN_IP, canonical_ip, endpoint_ip
 
 
 @pytest.mark.parametrize(
@@ -38,6 +38,76 @@ from endpointslice_operator.reconciler.ipaddr import canonical_ip
 )
 def test_canonical_ip(text: str, expected: tuple[str, bool] | None) -> None:
     assert canonical_ip(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("0.0.0.0", "unspecified address"),
+        ("000.0.0.0", "unspecified address"),
+        ("::", "unspecified address"),
+        ("::ffff:0.0.0.0", "unspecified address"),  # IPv4-mapped: read as IPv4
+        ("127.0.0.1", "loopback address"),
+        ("127.255.3.4", "loopback address"),
+        ("::1", "loopback address"),
+        ("::ffff:127.0.0.1", "loopback address"),
+        ("169.254.1.1", "link-local address"),
+        ("169.254.169.254", "link-local address"),
+        ("fe80::1", "link-local address"),
+        ("febf:ffff::1", "link-local address"),
+        ("224.0.0.5", "link-local multicast address"),
+        ("224.0.0.255", "link-local multicast address"),
+        ("ff02::1", "link-local multicast address"),
+        ("ff12::1:2", "link-local multicast address"),  # Go ignores the flags nibble
+        ("not-an-ip", NOT_AN_IP),
+        ("fe80::1%eth0", NOT_AN_IP),
+        # Next to the special ranges, and ordinary: published.
+        ("10.0.0.1", ("10.0.0.1", False)),
+        ("126.255.255.255", ("126.255.255.255", False)),
+        ("128.0.0.1", ("128.0.0.1", False)),
+        ("169.253.255.255", ("169.253.255.255", False)),
+        ("169.255.0.1", ("169.255.0.1", False)),
+        ("224.0.1.1", ("224.0.1.1", False)),
+        ("0.0.0.1", ("0.0.0.1", False)),
+        ("::2", ("::2", True)),
+        ("fec0::1", ("fec0::1", True)),
+        ("ff05::1", ("ff05::1", True)),
+        ("fd00::0001", ("fd00::1", True)),
+    ],
+)
+def test_endpoint_ip_refuses_what_the_api_refuses(
+    text: str, expected: tuple[str, bool] | str
+) -> None:
+    assert endpoint_ip(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("ip", "reason"),
+    [
+        ("0.0.0.0", "unspecified address"),
+        ("::", "unspecified address"),
+        ("127.0.0.1", "loopback address"),
+        ("::1", "loopback address"),
+        ("169.254.1.1", "link-local address"),
+        ("fe80::1", "link-local address"),
+        ("224.0.0.5", "link-local multicast address"),
+        ("ff02::2", "link-local multicast address"),
+    ],
+)
+def test_special_pod_ips_are_dropped_and_reported(ip: str, reason: str) -> None:
+    ok = "fd00::9" if ":" in ip else "10.0.0.9"
+    family = "IPv6" if ":" in ip else "IPv4"
+    record = pod_record(_pod(phase="Running", podIPs=[{"ip": ip}, {"ip": ok}]))
+    assert record.ipv4 + record.ipv6 == (ok,)
+    message = f"invalid pod IP {ip!r}: {reason}, which the API server refuses in an EndpointSlice"
+    assert record.errors == (message,)
+    service = {
+        "metadata": {"name": "s", "namespace": "ns"},
+        "spec": {"ipFamilies": [family], "ports": [{"port": 80}]},
+    }
+    desired = desired_from_service_pods(service, [record], [{"metadata": {"name": "n"}}])
+    assert desired.errors == [f"Pod ns/p: {message}"]
+    assert desired.endpoint_count(family) == 1
 
 
 def _pod(**status: object) -> dict[str, object]:

@@ -16,7 +16,16 @@ from typing import Any
 
 from endpointslice_operator.controller.operator import Operator
 from endpointslice_operator.testing import Emulator
-from tests.e2e.harness import NS, SELECTOR, addresses, eventually, pod, pod_body, service
+from tests.e2e.harness import (
+    NS,
+    SELECTOR,
+    addresses,
+    events,
+    eventually,
+    pod,
+    pod_body,
+    service,
+)
 
 JSON = dict[str, Any]
 BAD = "bad"
@@ -582,23 +591,93 @@ async def pod_on_unknown_node(emu: Emulator, op: Operator) -> None:
     bad_pod(emu, "bad-1", "10.9.0.2")
 
 
+async def special_pod_ip(
+    emu: Emulator, op: Operator, ip: str, reason: str, *, ipv6: bool = False
+) -> None:
+    """Pod ``bad-0`` moves to the special address ``ip`` (the API refuses it in a pod, and
+    refuses an EndpointSlice holding it): the operator drops that address, names it in a
+    Warning InvalidInput and keeps ``bad-1`` published; no slice write is refused."""
+    if ipv6:
+        bad_service(emu, ipFamilyPolicy="SingleStack", ipFamilies=["IPv6"], clusterIP="None")
+    else:
+        bad_service(emu)
+    first, second = ("fd00::1", "fd00::2") if ipv6 else ("10.9.0.1", "10.9.0.2")
+    bad_pod(emu, ip=first)
+    bad_pod(emu, "bad-1", second)
+    await eventually(lambda: addresses(emu, BAD) == {first, second})
+    await inject_pod(emu, op, "bad-0", lambda p: p["status"].update(podIP=ip, podIPs=[{"ip": ip}]))
+    await eventually(
+        lambda: any(
+            repr(ip) in e["message"] and reason in e["message"] for e in events(emu, "InvalidInput")
+        )
+    )
+    assert addresses(emu, BAD) == {second}
+    assert events(emu, "FailedToUpdateEndpointSlices") == []
+
+
 @case(
     "pod",
-    "unspecified address `0.0.0.0` (API refuses): the API rejects the slice update with 422; "
-    "Warning FailedToUpdateEndpointSlices, retried; the slice keeps its last good state",
+    "unspecified address `0.0.0.0` (API refuses, in pods and slices): Warning InvalidInput "
+    "naming it, pod skipped, the other pod stays published (no refused write)",
     SLICES,
-    addresses=("10.9.0.1", "10.9.0.2"),
-    event="FailedToUpdateEndpointSlices",
+    addresses=("10.9.0.2",),
+    event="InvalidInput",
     via_api=False,
 )
 async def pod_unspecified_ip(emu: Emulator, op: Operator) -> None:
-    bad_service(emu)
-    bad_pod(emu)
-    bad_pod(emu, "bad-1", "10.9.0.2")
-    await eventually(lambda: addresses(emu, BAD) == {"10.9.0.1", "10.9.0.2"})
-    await inject_pod(
-        emu, op, "bad-0", lambda p: p["status"].update(podIP="0.0.0.0", podIPs=[{"ip": "0.0.0.0"}])
-    )
+    await special_pod_ip(emu, op, "0.0.0.0", "unspecified address")
+
+
+@case(
+    "pod",
+    "loopback address `127.0.0.1` (API refuses, in pods and slices): Warning InvalidInput "
+    "naming it, pod skipped, the other pod stays published (no refused write)",
+    SLICES,
+    addresses=("10.9.0.2",),
+    event="InvalidInput",
+    via_api=False,
+)
+async def pod_loopback_ip(emu: Emulator, op: Operator) -> None:
+    await special_pod_ip(emu, op, "127.0.0.1", "loopback address")
+
+
+@case(
+    "pod",
+    "link-local address `169.254.1.1` (API refuses, in pods and slices): Warning InvalidInput "
+    "naming it, pod skipped, the other pod stays published (no refused write)",
+    SLICES,
+    addresses=("10.9.0.2",),
+    event="InvalidInput",
+    via_api=False,
+)
+async def pod_link_local_ip(emu: Emulator, op: Operator) -> None:
+    await special_pod_ip(emu, op, "169.254.1.1", "link-local address")
+
+
+@case(
+    "pod",
+    "IPv6 link-local address `fe80::1` (API refuses, in pods and slices): Warning "
+    "InvalidInput naming it, pod skipped, the other pod stays published (no refused write)",
+    SLICES,
+    addresses=("fd00::2",),
+    event="InvalidInput",
+    via_api=False,
+)
+async def pod_ipv6_link_local_ip(emu: Emulator, op: Operator) -> None:
+    await special_pod_ip(emu, op, "fe80::1", "link-local address", ipv6=True)
+
+
+@case(
+    "pod",
+    "link-local multicast address `224.0.0.5` (API refuses, in pods and slices): Warning "
+    "InvalidInput naming it, pod skipped, the other pod stays published (no refused write)",
+    SLICES,
+    addresses=("10.9.0.2",),
+    event="InvalidInput",
+    via_api=False,
+)
+async def pod_link_local_multicast_ip(emu: Emulator, op: Operator) -> None:
+    await special_pod_ip(emu, op, "224.0.0.5", "link-local multicast address")
 
 
 # -- nodes and namespaces -------------------------------------------------------------------

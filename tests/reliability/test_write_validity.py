@@ -1,8 +1,9 @@
 """Every write the reconciler plans is one the API server accepts.
 
 Random Services (ports, families, headless, publishNotReadyAddresses, topology hints, labels),
-nodes and pods go into the emulator's store, which validates them like kube-apiserver; the plan
-for the Service is applied through the same store (POST with generateName, PUT with the
+nodes and pods (some with addresses the API refuses in a slice: loopback, link-local, ...) go
+into the emulator's store, which validates them like kube-apiserver; the plan for the Service
+is applied through the same store (POST with generateName, PUT with the
 resourceVersion, DELETE), then the pods change and the next plan is applied on top of the
 slices the first one wrote. Any write the API would reject fails the property with its 422.
 """
@@ -65,13 +66,25 @@ def services(draw: st.DrawFn) -> JSON:
     }
 
 
+# Addresses the API server refuses in an EndpointSlice (unspecified, loopback, link-local,
+# link-local multicast), some in non-canonical forms; the reconciler must leave them out.
+SPECIAL_IPS = {
+    "4": ["0.0.0.0", "127.0.0.1", "127.1.2.3", "169.254.1.1", "224.0.0.5", "::ffff:127.0.0.1"],
+    "6": ["::", "::1", "fe80::1", "febf:ffff::2", "ff02::1", "ff12::2", "0:0:0:0:0:0:0:1"],
+}
+
+
+@st.composite
+def pod_ip(draw: st.DrawFn, serial: int, family: str) -> str:
+    if draw(st.integers(0, 7)) == 0:
+        return draw(st.sampled_from(SPECIAL_IPS[family]))
+    return f"10.0.{serial // 200}.{serial % 200 + 1}" if family == "4" else f"fd00::{serial + 1:x}"
+
+
 @st.composite
 def pods(draw: st.DrawFn, serial: int, nodes: list[str]) -> JSON:
     families = draw(st.sampled_from([("4",), ("6",), ("4", "6"), ("6", "4")]))
-    ips = [
-        f"10.0.{serial // 200}.{serial % 200 + 1}" if f == "4" else f"fd00::{serial + 1:x}"
-        for f in families
-    ]
+    ips = [draw(pod_ip(serial, f)) for f in families]
     spec: JSON = {
         "containers": [
             {
