@@ -368,10 +368,16 @@ def validate_object_meta(
 # EndpointSlices (discovery.k8s.io/v1)
 
 
-_LINK_LOCAL_MULTICAST = {
-    4: ipaddress.ip_network("224.0.0.0/24"),
-    6: ipaddress.ip_network("ff02::/16"),
-}
+_IPV4_LINK_LOCAL_MULTICAST = ipaddress.ip_network("224.0.0.0/24")
+
+
+def _is_link_local_multicast(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Go's ``net.IP.IsLinkLocalMulticast``: 224.0.0.0/24, or ff02::/16 under any flags nibble
+    (``ffX2::``), which is wider than the ``ff02::/10`` the API's message names."""
+    if isinstance(ip, ipaddress.IPv4Address):
+        return ip in _IPV4_LINK_LOCAL_MULTICAST
+    packed = ip.packed
+    return packed[0] == 0xFF and packed[1] & 0x0F == 0x02
 
 
 def _sloppy_ipv4(address: str) -> str:
@@ -405,7 +411,7 @@ def ip_address_error(address: str, version: int) -> str | None:
         return "may not be in the loopback range (127.0.0.0/8, ::1/128)"
     if ip.is_link_local:
         return "may not be in the link-local range (169.254.0.0/16, fe80::/10)"
-    if ip in _LINK_LOCAL_MULTICAST[version]:
+    if _is_link_local_multicast(ip):
         return "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)"
     return None
 

@@ -14,6 +14,7 @@ from endpointslice_operator.testing.validation import (
     dns1035_label_errors,
     dns1123_label_errors,
     dns1123_subdomain_errors,
+    ip_address_error,
     label_value_errors,
     qualified_name_errors,
 )
@@ -165,6 +166,27 @@ async def test_valid_endpoint_slices(client: Client) -> None:
     assert (
         answer["details"]["causes"][0]["message"] == "Too many: 1001: must have at most 1000 items"
     )
+
+
+@pytest.mark.parametrize(
+    ("address", "version", "refused"),
+    [
+        ("224.0.0.5", 4, True),
+        ("224.0.1.5", 4, False),
+        ("ff02::1", 6, True),
+        ("ff12::1", 6, True),  # Go's IsLinkLocalMulticast ignores the flags nibble
+        ("ff32::1:2", 6, True),
+        ("ff05::1", 6, False),
+        ("fe80::1", 6, True),
+        ("fec0::1", 6, False),
+        ("169.254.0.1", 4, True),
+        ("127.255.0.1", 4, True),
+        ("::1", 6, True),
+        ("::", 6, True),
+    ],
+)
+def test_special_endpoint_addresses(address: str, version: int, refused: bool) -> None:
+    assert (ip_address_error(address, version) is not None) is refused
 
 
 async def test_ipv6_rejects_ipv4(client: Client) -> None:
