@@ -279,7 +279,7 @@ class EventRouter:
                     namespace, self.indexes.services.selecting(namespace, old.labels)
                 )
             return
-        new = pod_record(pod)
+        new = pod_record(pod, held)  # held's parsed IPs are reused while podIPs are unchanged
         old = self.indexes.pods.put(new)
         if new.errors:
             log.debug("pod %s/%s: %s", namespace, name, "; ".join(new.errors))

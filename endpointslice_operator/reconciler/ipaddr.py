@@ -32,7 +32,15 @@ def _sloppy_ipv4(text: str) -> str | None:
     return ".".join(octets)
 
 
-@lru_cache(maxsize=1 << 16)
+_CACHE_SIZE = 4096
+"""Small on purpose: pod IPs churn (a new pod, a new IP), so a large cache grows with the
+cluster's history rather than its size, and it pins the canonical strings in the interpreter's
+intern table too (the soak in docs/reliability.md found a 65,536-entry cache filling for hours).
+The operator does not depend on it: ``pod_record`` reuses the previous record's parsed IPs for
+every update of a pod, so only a pod's first event parses its IPs (6-17 us each uncached)."""
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
 def canonical_ip(text: str) -> tuple[str, bool] | None:
     """``(canonical text, is_ipv6)`` for an IP string, or ``None`` if it is not an IP.
 
@@ -42,13 +50,13 @@ def canonical_ip(text: str) -> tuple[str, bool] | None:
     return _canonical_ip(text)
 
 
-@lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=_CACHE_SIZE)
 def endpoint_ip(text: str) -> tuple[str, bool] | str:
     """``(canonical text, is_ipv6)`` for a pod IP an EndpointSlice may hold, else why not.
 
     The reason (a string) is ``NOT_AN_IP`` or names the special range the address is
-    in, e.g. ``"loopback address"``. This is the pod-IP hot path: the range checks run on a
-    cache miss only.
+    in, e.g. ``"loopback address"``. Cached for library callers that pass the same Pod dicts
+    on every plan.
     """
     parsed = _canonical_ip(text)
     if parsed is None:

@@ -120,17 +120,28 @@ def _ip_error(ip: str, reason: str) -> str:
     return f"invalid pod IP {ip!r}: {reason}, which the API server refuses in an EndpointSlice"
 
 
-def pod_record(pod: Mapping[str, Any]) -> PodRecord:
-    """Project a Pod (JSON mapping, as the API returns it) onto a ``PodRecord``."""
-    errors: list[str] = []
-    metadata = _mapping(pod.get("metadata"))
-    spec = _mapping(pod.get("spec"))
-    status = _mapping(pod.get("status"))
+def _reusable_ips(
+    pod_ips: Any, previous: PodRecord | None
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] | None:
+    """``previous``'s parsed IPs if ``pod_ips`` lists the same, all valid, addresses."""
+    if previous is None or not isinstance(pod_ips, list):
+        return None
+    known = previous.pod_ips
+    if len(pod_ips) != len(known) or len(previous.ipv4) + len(previous.ipv6) != len(known):
+        return None  # a different count, or an address that was reported as invalid
+    for entry, ip in zip(pod_ips, known, strict=True):
+        if not isinstance(entry, Mapping) or entry.get("ip") != ip:
+            return None
+    return known, previous.ipv4, previous.ipv6
 
+
+def _parse_pod_ips(
+    pod_ips: Any, errors: list[str]
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """``(as given, canonical IPv4, canonical IPv6)``; invalid addresses go to ``errors``."""
     raw_ips: list[str] = []
     ipv4: list[str] = []
     ipv6: list[str] = []
-    pod_ips = status.get("podIPs")
     for entry in pod_ips if isinstance(pod_ips, list) else ():
         ip = entry.get("ip") if isinstance(entry, Mapping) else None
         if not isinstance(ip, str):
@@ -146,7 +157,30 @@ def pod_record(pod: Mapping[str, Any]) -> PodRecord:
         # The usual IP is already canonical: keep one string for both fields.
         raw_ips.append(canonical if canonical == ip else ip)
         (ipv6 if parsed[1] else ipv4).append(canonical)
+    given = tuple(raw_ips)
+    return (
+        given,
+        given if ipv4 == raw_ips else tuple(ipv4),
+        given if ipv6 == raw_ips else tuple(ipv6),
+    )
 
+
+def pod_record(pod: Mapping[str, Any], previous: PodRecord | None = None) -> PodRecord:
+    """Project a Pod (JSON mapping, as the API returns it) onto a ``PodRecord``.
+
+    ``previous``, the record of an earlier version of the same Pod, lets its parsed IPs be
+    reused when ``status.podIPs`` is unchanged (it is, for every update after the first).
+    """
+    errors: list[str] = []
+    metadata = _mapping(pod.get("metadata"))
+    spec = _mapping(pod.get("spec"))
+    status = _mapping(pod.get("status"))
+    pod_ips = status.get("podIPs")
+    reused = _reusable_ips(pod_ips, previous)
+    if reused is not None:
+        pod_ips_tuple, ipv4_tuple, ipv6_tuple = reused
+    else:
+        pod_ips_tuple, ipv4_tuple, ipv6_tuple = _parse_pod_ips(pod_ips, errors)
     ready = False
     ready_transition: str | None = None
     conditions = status.get("conditions")
@@ -157,7 +191,6 @@ def pod_record(pod: Mapping[str, Any]) -> PodRecord:
             ready_transition = sys.intern(transition) if isinstance(transition, str) else None
             break
 
-    pod_ips_tuple = tuple(raw_ips)
     return PodRecord(
         namespace=_intern_str(metadata.get("namespace")),
         name=_intern_str(metadata.get("name")),
@@ -167,8 +200,8 @@ def pod_record(pod: Mapping[str, Any]) -> PodRecord:
         phase=_intern_str(status.get("phase")),
         pod_ip=_intern_str(status.get("podIP")),
         pod_ips=pod_ips_tuple,
-        ipv4=pod_ips_tuple if ipv4 == raw_ips else tuple(ipv4),
-        ipv6=pod_ips_tuple if ipv6 == raw_ips else tuple(ipv6),
+        ipv4=ipv4_tuple,
+        ipv6=ipv6_tuple,
         ready=ready,
         ready_transition=ready_transition,
         terminating=metadata.get("deletionTimestamp") is not None,

@@ -190,6 +190,44 @@ def test_bad_ips_are_dropped_and_reported() -> None:
     assert desired.endpoint_count("IPv4") == 1
 
 
+def test_an_update_reuses_the_previous_records_parsed_ips() -> None:
+    ips = [{"ip": "10.0.0.1"}, {"ip": "fd00::0001"}, {"ip": "::ffff:10.0.0.2"}]
+    first = pod_record(_pod(phase="Pending", podIPs=ips))
+    endpoint_ip.cache_clear()
+    update = pod_record(_pod(phase="Running", podIPs=[dict(ip) for ip in ips]), first)
+    assert endpoint_ip.cache_info().currsize == 0  # nothing parsed again
+    assert update.phase == "Running"
+    assert update.pod_ips is first.pod_ips
+    assert (update.ipv4, update.ipv6) == (("10.0.0.1", "10.0.0.2"), ("fd00::1",))
+    assert update.ipv4 is first.ipv4 and update.ipv6 is first.ipv6
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "ipv4", "errors"),
+    [
+        pytest.param(["10.0.0.1"], ["10.0.0.3"], ("10.0.0.3",), (), id="changed"),
+        pytest.param(
+            ["10.0.0.1"], ["10.0.0.1", "10.0.0.3"], ("10.0.0.1", "10.0.0.3"), (), id="added"
+        ),
+        pytest.param(["10.0.0.1", "10.0.0.3"], ["10.0.0.1"], ("10.0.0.1",), (), id="removed"),
+        pytest.param(
+            ["bogus", "10.0.0.1"],
+            ["bogus", "10.0.0.1"],
+            ("10.0.0.1",),
+            ("invalid pod IP 'bogus'",),
+            id="invalid reported again",
+        ),
+    ],
+)
+def test_an_update_with_other_ips_parses_them(
+    before: list[str], after: list[str], ipv4: tuple[str, ...], errors: tuple[str, ...]
+) -> None:
+    first = pod_record(_pod(podIPs=[{"ip": ip} for ip in before]))
+    update = pod_record(_pod(podIPs=[{"ip": ip} for ip in after]), first)
+    assert update == pod_record(_pod(podIPs=[{"ip": ip} for ip in after]))
+    assert (update.ipv4, update.errors) == (ipv4, errors)
+
+
 def test_records_share_label_maps_and_port_tables() -> None:
     first = pod_record(_pod(phase="Running"))
     second = pod_record(_pod(phase="Running"))
