@@ -197,6 +197,11 @@ class SliceInfo:
     to_create: list[dict[str, Any]] = field(default_factory=list)
     to_update: list[dict[str, Any]] = field(default_factory=list)
     unchanged: list[dict[str, Any]] = field(default_factory=list)
+    # The unchanged slices that ``allocated_hints_by_zone`` copied into ``to_update``, by the
+    # id of their copy (see ``restore_unrewritten``).
+    _copied_from: dict[int, tuple[dict[str, Any], dict[str, Any]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def total_ready_endpoints(self) -> int:
         """Ready endpoints across creates, updates and unchanged slices."""
@@ -218,13 +223,38 @@ class SliceInfo:
         for slice_ in self.unchanged:
             by_zone = hints_by_zone(slice_, allocated, allocations)
             if by_zone is None:
-                self.to_update.append(deep_copy_json(slice_))
+                copy = deep_copy_json(slice_)
+                self._copied_from[id(copy)] = (copy, slice_)
+                self.to_update.append(copy)
                 continue
             still_unchanged.append(slice_)
             for zone, count in by_zone.items():
                 allocated[zone] = allocated.get(zone, 0) + count
         self.unchanged = still_unchanged
         return allocated
+
+    def restore_unrewritten(self) -> None:
+        """Move back to ``unchanged`` the copies ``allocated_hints_by_zone`` made that came out
+        of ``add_hints`` exactly as they went in.
+
+        Deliberate difference from upstream, which writes such a slice anyway (a no-op PUT).
+        That happens whenever a slice's hints fail the check but hinting it again gives the
+        same result: a ready endpoint without a zone (hints are given up, and the slice had
+        none), or a hint for the endpoint's own zone when that zone has no allocation (no
+        Ready node with CPU there). Upstream then rewrites the same slices on every sync, and
+        a controller restarted against slices that are already right writes them all again.
+        """
+        if not self._copied_from:
+            return
+        kept: list[dict[str, Any]] = []
+        for slice_ in self.to_update:
+            copied = self._copied_from.get(id(slice_))
+            if copied is not None and copied[0] is slice_ and slice_ == copied[1]:
+                self.unchanged.append(copied[1])
+            else:
+                kept.append(slice_)
+        self.to_update = kept
+        self._copied_from.clear()
 
 
 def _endpoints(slice_: Mapping[str, Any]) -> list[Any]:
@@ -291,6 +321,22 @@ class Allocation:
     maximum: int = 0
     desired: float = 0.0
 
+    @property
+    def kept_up_to(self) -> int:
+        """The most hints for this zone that existing slices may keep without a rewrite.
+
+        Upstream checks existing hints against ``maximum`` alone, but its own balancing can
+        leave a zone above ``maximum`` when ``desired`` is higher (small zones rounded up to a
+        minimum of one squeeze the maximum below the desired share), since it stops once no
+        zone is a whole endpoint above its ``desired``. The next sync then finds the slices it
+        just wrote over the maximum and rewrites one, not always to the same hints. We
+        deliberately accept up to ``desired`` rounded up as well. The balancing never leaves a
+        zone above both bounds: above ``maximum`` means another zone is below its minimum, a
+        whole endpoint short, and above ``desired`` rounded up means a whole endpoint to give,
+        so it goes on. Planning again over the slices just written therefore changes nothing.
+        """
+        return max(self.maximum, math.ceil(self.desired))
+
 
 def hints_by_zone(
     slice_: Mapping[str, Any],
@@ -313,7 +359,7 @@ def hints_by_zone(
             by_zone[zone] = by_zone.get(zone, 0) + 1
 
     for zone, count in by_zone.items():
-        if count + allocated_hints_by_zone.get(zone, 0) > allocations[zone].maximum:
+        if count + allocated_hints_by_zone.get(zone, 0) > allocations[zone].kept_up_to:
             return None
     return by_zone
 
@@ -629,6 +675,7 @@ class TopologyCache:
         if not allocated:
             return self._give_up(si, NO_ALLOCATED_HINTS_FOR_ZONES, events)
 
+        si.restore_unrewritten()
         was_populated = self.has_populated_hints(si.service_key)
         self.set_hints(si.service_key, si.address_type, allocated)
         if not was_populated:
@@ -646,8 +693,9 @@ class TopologyCache:
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[PlanEvent]]:
         events.append(_disabled(format_with_address_type(message, si.address_type)))
         self.remove_hints(si.service_key, si.address_type)
-        to_create, to_update = remove_hints_from_slices(si)
-        return to_create, to_update, events
+        remove_hints_from_slices(si)
+        si.restore_unrewritten()
+        return si.to_create, si.to_update, events
 
 
 def _disabled(message: str) -> PlanEvent:
