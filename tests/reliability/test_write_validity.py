@@ -179,9 +179,7 @@ def apply(store: Store, service: JSON, pod_bodies: list[JSON], config: Reconcile
         store.update(updated)
     for deleted in plan.deletes:
         store.delete("endpointslices", NS, deleted["metadata"]["name"])
-    # and, without topology hints, the result is stable: planning again writes nothing
-    if "service.kubernetes.io/topology-mode" in service["metadata"].get("annotations", {}):
-        return
+    # and the result is stable: planning again (with a fresh TopologyCache) writes nothing
     again = [
         s
         for s in store.list("endpointslices", NS)
