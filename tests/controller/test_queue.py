@@ -41,6 +41,19 @@ class Recorder:
     def times(self) -> list[float]:
         return [t for t, _ in self.calls]
 
+    @property
+    def gaps(self) -> list[float]:
+        """Time between consecutive calls."""
+        return [b - a for a, b in zip(self.times, self.times[1:], strict=False)]
+
+
+def dropped(metrics: OperatorMetrics) -> float:
+    """Keys the ``endpoint_slice`` queue dropped after spending their retry budget."""
+    value = metrics.sample_value(
+        "endpointslice_operator_queue_dropped_total", {"name": "endpoint_slice"}
+    )
+    return value or 0.0
+
 
 async def run_until_idle(queue: ServiceQueue, handler: Callable[[str], Awaitable[None]]) -> None:
     runner = asyncio.create_task(queue.run(handler))
@@ -217,21 +230,15 @@ async def test_failing_key_is_retried_15_times_then_dropped(
         await run_until_idle(queue, handler)
     # 1 first attempt + 15 retries, spaced 1, 2, 4, ..., 512, 1000, 1000, 1000, 1000, 1000 s.
     assert len(handler.calls) == 16
-    gaps = [b - a for a, b in zip(handler.times, handler.times[1:], strict=False)]
-    assert gaps == pytest.approx(
+    assert handler.gaps == pytest.approx(
         [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000, 1000, 1000, 1000, 1000]
     )
     assert queue.num_requeues("ns/svc") == 0  # forgotten when dropped
-    dropped = [r for r in caplog.records if r.levelno == logging.ERROR]
-    assert len(dropped) == 1
-    assert "Retry budget exceeded" in dropped[0].getMessage()
-    assert getattr(dropped[0], "service", None) == "ns/svc"
-    assert (
-        metrics.sample_value(
-            "endpointslice_operator_queue_dropped_total", {"name": "endpoint_slice"}
-        )
-        == 1
-    )
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1
+    assert "Retry budget exceeded" in errors[0].getMessage()
+    assert getattr(errors[0], "service", None) == "ns/svc"
+    assert dropped(metrics) == 1
 
 
 class Behind(Exception):
@@ -260,12 +267,9 @@ async def test_wait_errors_do_not_spend_the_retry_budget(
     # 0.1, 0.2, 0.4, 0.8 s, then 1 s each; a real failure then waits the full first backoff
     # (1 s) and the next wait continues the wait backoff (1 s, capped).
     assert len(handler.calls) == 43
-    gaps = [b - a for a, b in zip(handler.times, handler.times[1:], strict=False)]
-    assert gaps == pytest.approx([0.1, 0.2, 0.4, 0.8] + [1.0] * 36 + [1.0, 1.0])
+    assert handler.gaps == pytest.approx([0.1, 0.2, 0.4, 0.8] + [1.0] * 36 + [1.0, 1.0])
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
-    assert metrics.sample_value(
-        "endpointslice_operator_queue_dropped_total", {"name": "endpoint_slice"}
-    ) in (None, 0)
+    assert dropped(metrics) == 0
     assert queue.num_requeues("ns/svc") == 0  # forgotten after the final success
 
 
@@ -289,9 +293,7 @@ async def test_a_burst_of_adds_while_waiting_drops_nothing() -> None:
     await queue.stop()
     await runner
     assert len(handler.calls) > 3  # more attempts than the budget allows failures
-    assert metrics.sample_value(
-        "endpointslice_operator_queue_dropped_total", {"name": "endpoint_slice"}
-    ) in (None, 0)
+    assert dropped(metrics) == 0
 
 
 async def test_success_forgets_the_backoff() -> None:

@@ -615,69 +615,33 @@ async def special_pod_ip(
     assert events(emu, "FailedToUpdateEndpointSlices") == []
 
 
-@case(
-    "pod",
-    "unspecified address `0.0.0.0` (API refuses, in pods and slices): Warning InvalidInput "
-    "naming it, pod skipped, the other pod stays published (no refused write)",
-    SLICES,
-    addresses=("10.9.0.2",),
-    event="InvalidInput",
-    via_api=False,
+SPECIAL_POD_IPS = (
+    ("pod_unspecified_ip", "unspecified address", "0.0.0.0", False),
+    ("pod_loopback_ip", "loopback address", "127.0.0.1", False),
+    ("pod_link_local_ip", "link-local address", "169.254.1.1", False),
+    ("pod_ipv6_link_local_ip", "link-local address", "fe80::1", True),
+    ("pod_link_local_multicast_ip", "link-local multicast address", "224.0.0.5", False),
 )
-async def pod_unspecified_ip(emu: Emulator, op: Operator) -> None:
-    await special_pod_ip(emu, op, "0.0.0.0", "unspecified address")
 
 
-@case(
-    "pod",
-    "loopback address `127.0.0.1` (API refuses, in pods and slices): Warning InvalidInput "
-    "naming it, pod skipped, the other pod stays published (no refused write)",
-    SLICES,
-    addresses=("10.9.0.2",),
-    event="InvalidInput",
-    via_api=False,
-)
-async def pod_loopback_ip(emu: Emulator, op: Operator) -> None:
-    await special_pod_ip(emu, op, "127.0.0.1", "loopback address")
+def special_pod_ip_case(name: str, reason: str, ip: str, ipv6: bool) -> None:
+    async def inject(emu: Emulator, op: Operator) -> None:
+        await special_pod_ip(emu, op, ip, reason, ipv6=ipv6)
+
+    inject.__name__ = name
+    case(
+        "pod",
+        f"{'IPv6 ' if ipv6 else ''}{reason} `{ip}` (API refuses, in pods and slices): Warning "
+        "InvalidInput naming it, pod skipped, the other pod stays published (no refused write)",
+        SLICES,
+        addresses=("fd00::2",) if ipv6 else ("10.9.0.2",),
+        event="InvalidInput",
+        via_api=False,
+    )(inject)
 
 
-@case(
-    "pod",
-    "link-local address `169.254.1.1` (API refuses, in pods and slices): Warning InvalidInput "
-    "naming it, pod skipped, the other pod stays published (no refused write)",
-    SLICES,
-    addresses=("10.9.0.2",),
-    event="InvalidInput",
-    via_api=False,
-)
-async def pod_link_local_ip(emu: Emulator, op: Operator) -> None:
-    await special_pod_ip(emu, op, "169.254.1.1", "link-local address")
-
-
-@case(
-    "pod",
-    "IPv6 link-local address `fe80::1` (API refuses, in pods and slices): Warning "
-    "InvalidInput naming it, pod skipped, the other pod stays published (no refused write)",
-    SLICES,
-    addresses=("fd00::2",),
-    event="InvalidInput",
-    via_api=False,
-)
-async def pod_ipv6_link_local_ip(emu: Emulator, op: Operator) -> None:
-    await special_pod_ip(emu, op, "fe80::1", "link-local address", ipv6=True)
-
-
-@case(
-    "pod",
-    "link-local multicast address `224.0.0.5` (API refuses, in pods and slices): Warning "
-    "InvalidInput naming it, pod skipped, the other pod stays published (no refused write)",
-    SLICES,
-    addresses=("10.9.0.2",),
-    event="InvalidInput",
-    via_api=False,
-)
-async def pod_link_local_multicast_ip(emu: Emulator, op: Operator) -> None:
-    await special_pod_ip(emu, op, "224.0.0.5", "link-local multicast address")
+for special in SPECIAL_POD_IPS:
+    special_pod_ip_case(*special)
 
 
 # -- nodes and namespaces -------------------------------------------------------------------
