@@ -9,9 +9,9 @@ of a Pod are dropped and described in ``errors``.
 from __future__ import annotations
 
 import sys
+import weakref
 from collections.abc import Mapping
-from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 from .ipaddr import NOT_AN_IP, endpoint_ip
 
@@ -20,10 +20,34 @@ __all__ = ["ContainerPort", "PodRecord", "as_pod_record", "pod_record"]
 ContainerPort = tuple[str, str, int]
 """``(name, protocol, containerPort)``."""
 
-_EMPTY_LABELS: Mapping[str, str] = MappingProxyType({})
-_label_maps: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
+
+class _LabelMap(dict[str, str]):
+    """A pod's labels: read-only, and one object for all the pods carrying the same labels.
+
+    A ``dict`` subclass rather than a ``MappingProxyType`` so that the intern table can hold it
+    weakly: a label set lives exactly as long as a pod carrying it. A strong, size-capped table
+    would keep the label sets of every pod since the last clear-out, and Jobs (a
+    ``controller-uid`` label each), StatefulSets (``pod-name``) and rollouts
+    (``pod-template-hash``) make new ones all the time.
+    """
+
+    __slots__ = ("__weakref__",)
+
+    def _read_only(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("pod record labels are read-only")
+
+    __setitem__ = __delitem__ = _read_only
+    clear = pop = popitem = setdefault = update = __ior__ = _read_only
+
+
+_EMPTY_LABELS: Mapping[str, str] = _LabelMap()
+_label_maps: weakref.WeakValueDictionary[tuple[tuple[str, str], ...], _LabelMap] = (
+    weakref.WeakValueDictionary()
+)
 _port_tables: dict[tuple[ContainerPort, ...], tuple[ContainerPort, ...]] = {}
 _INTERN_LIMIT = 1 << 16
+"""Port tables are tuples, which cannot be held weakly; they follow pod templates (Jobs seldom
+declare ports), and the table is emptied when it reaches this size."""
 
 
 class PodRecord(NamedTuple):
@@ -70,9 +94,7 @@ def _intern_labels(raw: Any) -> Mapping[str, str]:
     )
     shared = _label_maps.get(items)
     if shared is None:
-        if len(_label_maps) >= _INTERN_LIMIT:
-            _label_maps.clear()
-        shared = MappingProxyType(dict(items))
+        shared = _LabelMap(items)
         _label_maps[items] = shared
     return shared
 

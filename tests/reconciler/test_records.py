@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import tracemalloc
 from datetime import UTC, datetime, timedelta, timezone
@@ -16,6 +17,7 @@ from endpointslice_operator.reconciler import (
     format_trigger_time,
     pod_record,
 )
+from endpointslice_operator.reconciler import records as records_module
 from endpointslice_operator.reconciler.ipaddr import NOT_AN_IP, canonical_ip, endpoint_ip
 
 
@@ -233,6 +235,22 @@ def test_records_share_label_maps_and_port_tables() -> None:
     second = pod_record(_pod(phase="Running"))
     assert first.labels is second.labels
     assert first.container_ports is second.container_ports
+
+
+def test_label_maps_are_read_only_and_live_only_as_long_as_their_pods() -> None:
+    record = pod_record(_pod(phase="Running"))
+    with pytest.raises(TypeError):
+        record.labels["app"] = "b"  # type: ignore[index]
+    with pytest.raises(TypeError):
+        record.labels.update(app="b")  # type: ignore[attr-defined]
+    assert dict(record.labels) == {"app": "a"}
+    # Jobs give each pod a label set of its own: the intern table must not keep them.
+    before = len(records_module._label_maps)
+    jobs = [pod_record({"metadata": {"labels": {"controller-uid": f"u{i}"}}}) for i in range(500)]
+    assert len(records_module._label_maps) == before + 500
+    del jobs
+    gc.collect()
+    assert len(records_module._label_maps) == before
 
 
 def test_pod_record_memory_per_replica_is_under_2_kib() -> None:
