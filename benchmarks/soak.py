@@ -67,16 +67,28 @@ class Samples:
     depth: list[float] = field(default_factory=list)
 
 
-async def soak(minutes: float, warmup: float, seed: int, fail_rate: float, log: Path) -> int:
+def operator_command(memory_profile: Path | None) -> list[str]:
+    """The operator's command line; under the memory probe when profiling."""
+    if memory_profile is None:
+        return [sys.executable, "-m", "endpointslice_operator"]
+    return [sys.executable, "-m", "benchmarks.memprobe", str(memory_profile)]
+
+
+async def soak(
+    minutes: float,
+    warmup: float,
+    seed: int,
+    fail_rate: float,
+    log: Path,
+    memory_profile: Path | None = None,
+) -> int:
     faults = FaultConfig(fail_rate=fail_rate) if fail_rate else None
     async with run_emulator(seed=seed, faults=faults) as emu:
         churn = Churn(emu, seed)
         churn.populate(services=10, pods=120)
         port = free_port()
         process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "endpointslice_operator",
+            *operator_command(memory_profile),
             "run",
             "--kubeconfig",
             str(emu.kubeconfig_path),
@@ -95,6 +107,7 @@ async def soak(minutes: float, warmup: float, seed: int, fail_rate: float, log: 
         started = time.monotonic()
         metrics_url = f"http://127.0.0.1:{port}/metrics"
         mutations = asyncio.create_task(churn.run(minutes * 60, pause=(0.05, 0.4)))
+        snapshots = 0
         try:
             async with aiohttp.ClientSession() as session:
                 while not mutations.done():
@@ -102,11 +115,19 @@ async def soak(minutes: float, warmup: float, seed: int, fail_rate: float, log: 
                     if process.returncode is not None:
                         print(f"the operator exited with {process.returncode}", file=sys.stderr)
                         return 1
+                    warm = time.monotonic() - started >= warmup * 60
+                    if memory_profile is not None and snapshots == 0 and warm:
+                        process.send_signal(signal.SIGUSR1)
+                        snapshots = 1
                     depth = await queue_depth(session, metrics_url)
                     samples.times.append(time.monotonic() - started)
                     samples.rss.append(rss_bytes(process.pid))
                     samples.depth.append(depth if depth is not None else float("nan"))
             await mutations
+            if memory_profile is not None and process.returncode is None:
+                process.send_signal(signal.SIGUSR1)
+                await asyncio.sleep(SAMPLE_SECONDS * 4)
+                snapshots += 1
         finally:
             if process.returncode is None:
                 process.send_signal(signal.SIGTERM)
@@ -116,7 +137,28 @@ async def soak(minutes: float, warmup: float, seed: int, fail_rate: float, log: 
                     process.kill()
                     await process.wait()
     report(samples, warmup * 60, sum(churn.counts.values()))
+    if memory_profile is not None and snapshots == 2:
+        report_memory(memory_profile)
     return 0
+
+
+def report_memory(out_dir: Path, top: int = 25) -> None:
+    """What grew between the warm-up snapshot and the last one, by allocation site."""
+    import tracemalloc
+
+    first = tracemalloc.Snapshot.load(str(out_dir / "snapshot-1.pickle"))
+    last = tracemalloc.Snapshot.load(str(out_dir / "snapshot-2.pickle"))
+    first_total = sum(stat.size for stat in first.statistics("filename"))
+    last_total = sum(stat.size for stat in last.statistics("filename"))
+    mib = 1024 * 1024
+    print(f"traced after warm-up {first_total / mib:.1f} MiB, at end {last_total / mib:.1f} MiB")
+    print(f"growth by allocation site (top {top}):")
+    for stat in last.compare_to(first, "traceback")[:top]:
+        # Tracebacks run oldest frame first: show the allocation site and its callers.
+        innermost = reversed(stat.traceback[-5:])
+        frames = " <- ".join(f"{Path(f.filename).name}:{f.lineno}" for f in innermost)
+        print(f"  {stat.size_diff / 1024:+9.1f} KiB {stat.count_diff:+7d} objs  {frames}")
+    print(f"object counts by type: {out_dir}/types-1.txt and types-2.txt")
 
 
 def report(samples: Samples, warmup_seconds: float, mutations: int) -> None:
@@ -155,11 +197,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--log", type=Path, default=Path("soak-operator.log"), help="the operator's stderr"
     )
+    parser.add_argument(
+        "--memory-profile",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="run the operator under tracemalloc; snapshot after warm-up and at the end into DIR"
+        " and print what grew (slows the operator down)",
+    )
     args = parser.parse_args(argv)
     if Path("/proc/self/status").exists() is False:
         parser.error("needs /proc (Linux)")
     print(f"operator log: {args.log}")
-    return asyncio.run(soak(args.minutes, args.warmup_minutes, args.seed, args.fail_rate, args.log))
+    return asyncio.run(
+        soak(
+            args.minutes,
+            args.warmup_minutes,
+            args.seed,
+            args.fail_rate,
+            args.log,
+            args.memory_profile,
+        )
+    )
 
 
 if __name__ == "__main__":
