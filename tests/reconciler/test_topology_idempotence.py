@@ -10,7 +10,6 @@ fails and how we differ are explained on ``SliceInfo.restore_unrewritten`` and
 from __future__ import annotations
 
 import copy
-import itertools
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +17,7 @@ from hypothesis import strategies as st
 
 from endpointslice_operator.reconciler import Plan, ReconcilerConfig, plan_service
 from endpointslice_operator.reconciler.topology import SliceInfo, TopologyCache
+from tests.reconciler.harness import FakeClient
 
 Json = dict[str, Any]
 SVC = "ns/web"
@@ -84,27 +84,14 @@ SERVICE: Json = {
 }
 
 
-class Slices:
-    """The EndpointSlices of the Service, as the API server would hold them after each plan."""
-
-    def __init__(self) -> None:
-        self.by_name: dict[str, Json] = {}
-        self._names = itertools.count()
-
-    def apply(self, plan: Plan) -> None:
-        for created in plan.creates:
-            body = copy.deepcopy(created)
-            metadata = body["metadata"]
-            metadata["name"] = f"{metadata.pop('generateName', 'web-')}{next(self._names)}"
-            self.by_name[metadata["name"]] = body
-        for updated in plan.updates:
-            assert updated["metadata"]["name"] in self.by_name
-            self.by_name[updated["metadata"]["name"]] = copy.deepcopy(updated)
-        for deleted in plan.deletes:
-            del self.by_name[deleted["metadata"]["name"]]
-
-    def listed(self) -> list[Json]:
-        return copy.deepcopy(list(self.by_name.values()))
+def apply(slices: FakeClient, plan: Plan) -> None:
+    """Apply ``plan`` as the API server would."""
+    for created in plan.creates:
+        slices.create(created)
+    for updated in plan.updates:
+        slices.update(updated)
+    for deleted in plan.deletes:
+        slices.delete(deleted)
 
 
 def writes(plan: Plan) -> list[tuple[str, str]]:
@@ -117,10 +104,14 @@ def writes(plan: Plan) -> list[tuple[str, str]]:
 
 
 def plan(
-    nodes: list[Json], pods: list[Json], slices: Slices, max_per_slice: int, cache: TopologyCache
+    nodes: list[Json],
+    pods: list[Json],
+    slices: FakeClient,
+    max_per_slice: int,
+    cache: TopologyCache,
 ) -> Plan:
     config = ReconcilerConfig(controller_name=CONTROLLER, max_endpoints_per_slice=max_per_slice)
-    return plan_service(SERVICE, pods, nodes, slices.listed(), config, topology=cache)
+    return plan_service(SERVICE, pods, nodes, slices.list(), config, topology=cache)
 
 
 def fresh_cache(nodes: list[Json]) -> TopologyCache:
@@ -130,7 +121,11 @@ def fresh_cache(nodes: list[Json]) -> TopologyCache:
 
 
 def assert_replan_writes_nothing(
-    nodes: list[Json], pods: list[Json], slices: Slices, max_per_slice: int, cache: TopologyCache
+    nodes: list[Json],
+    pods: list[Json],
+    slices: FakeClient,
+    max_per_slice: int,
+    cache: TopologyCache,
 ) -> None:
     again = plan(nodes, pods, slices, max_per_slice, fresh_cache(nodes))
     assert writes(again) == [], "a fresh TopologyCache rewrites slices that are already right"
@@ -148,13 +143,13 @@ def test_ready_endpoint_without_zone_is_not_rewritten() -> None:
     # gives up again and strips the hints they never had: upstream PUTs them unchanged.
     nodes = [node("n-a", "zone-a", "1"), node("n-b", "zone-b", "1"), control_plane()]
     pods = [pod(0, "n-a", True), pod(1, "n-b", True), pod(2, "n-a", True), pod(3, "n-cp", True)]
-    slices = Slices()
+    slices = FakeClient()
     cache = fresh_cache(nodes)
     first = plan(nodes, pods, slices, 1, cache)
     assert [e.message for e in first.events] == [
         "One or more endpoints do not have a zone specified, addressType: IPv4"
     ]
-    slices.apply(first)
+    apply(slices, first)
     assert_replan_writes_nothing(nodes, pods, slices, 1, cache)
 
 
@@ -166,11 +161,11 @@ def test_hint_for_a_zone_without_cpu_is_not_rewritten() -> None:
     not_ready["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
     nodes = [node("n-a", "zone-a", "1"), node("n-b", "zone-b", "1"), not_ready]
     pods = [pod(0, "n-a", True), pod(1, "n-b", True), pod(2, "n-c", True), pod(3, "n-a", True)]
-    slices = Slices()
+    slices = FakeClient()
     cache = fresh_cache(nodes)
-    slices.apply(plan(nodes, pods, slices, 2, cache))
+    apply(slices, plan(nodes, pods, slices, 2, cache))
     hints = {
-        e["zone"]: e["hints"]["forZones"] for s in slices.by_name.values() for e in s["endpoints"]
+        e["zone"]: e["hints"]["forZones"] for s in slices.slices.values() for e in s["endpoints"]
     }
     assert hints["zone-c"] == [{"name": "zone-c"}]
     assert_replan_writes_nothing(nodes, pods, slices, 2, cache)
@@ -250,8 +245,8 @@ def test_planning_again_writes_nothing(data: st.DataObject) -> None:
     first = data.draw(pod_sets(nodes, 0, 30))
     kept = [p for p in first if data.draw(st.booleans())]
     second = kept + data.draw(pod_sets(nodes, 100, 15))
-    slices = Slices()
+    slices = FakeClient()
     cache = fresh_cache(nodes)
     for pods in (first, second):
-        slices.apply(plan(nodes, pods, slices, max_per_slice, cache))
+        apply(slices, plan(nodes, pods, slices, max_per_slice, cache))
         assert_replan_writes_nothing(nodes, pods, slices, max_per_slice, cache)
