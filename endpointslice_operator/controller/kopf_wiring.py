@@ -24,8 +24,12 @@ from endpointslice_operator.settings import Settings
 
 __all__ = ["connection_info", "kopf_settings", "load_client_configuration", "run_kopf"]
 
-WATCH_SERVER_TIMEOUT = 300.0
-"""Ask the API server to end each watch after this long (Kopf then re-lists/re-watches)."""
+WATCH_SERVER_TIMEOUT = 300
+"""Ask the API server to end each watch after this long (Kopf then re-lists/re-watches).
+
+An ``int`` on purpose: Kopf sends ``str(server_timeout)`` as ``timeoutSeconds``, and
+kube-apiserver parses it with ``strconv.ParseInt``: ``300.0`` is refused with 400 BadRequest,
+which ended Kopf's watcher and the operator on the first real server it met."""
 WATCH_CLIENT_TIMEOUT = WATCH_SERVER_TIMEOUT + 60.0
 """Give up on a watch stream the server has silently stopped serving."""
 WATCH_CONNECT_TIMEOUT = 30.0

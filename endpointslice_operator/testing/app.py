@@ -18,6 +18,7 @@ from aiohttp import web
 from endpointslice_operator.testing import eventsview, protobuf, resources, tables
 from endpointslice_operator.testing.errors import ApiError, Cause, bad_request, expired
 from endpointslice_operator.testing.faults import FaultInjector
+from endpointslice_operator.testing.query import int_param
 from endpointslice_operator.testing.requestlog import RequestLog, RequestRecord
 from endpointslice_operator.testing.resources import ResourceInfo
 from endpointslice_operator.testing.selectors import (
@@ -385,11 +386,8 @@ class ApiApp:
         if policy is None and orphan is not None:
             policy = "Orphan" if orphan else "Background"
         grace = body.get("gracePeriodSeconds")
-        if grace is None and "gracePeriodSeconds" in query:
-            try:
-                grace = int(query["gracePeriodSeconds"])
-            except ValueError:
-                raise bad_request("gracePeriodSeconds must be an integer")
+        if grace is None:
+            grace = int_param(query, "gracePeriodSeconds")
         return {
             "propagation_policy": policy,
             "preconditions": body.get("preconditions"),
@@ -420,13 +418,7 @@ class ApiApp:
         query = request.query
         labels = parse_label_selector(query.get("labelSelector"))
         fields = field_selector(info, query.get("fieldSelector"))
-        limit_text = query.get("limit")
-        limit = 0
-        if limit_text:
-            try:
-                limit = max(0, int(limit_text))
-            except ValueError:
-                raise bad_request(f"limit must be an integer: {limit_text!r}")
+        limit = max(0, int_param(query, "limit") or 0)  # negative: no limit, as the real server
         items: Iterator[tuple[tuple[str, str], bytes]]
         token = query.get("continue")
         if token:
@@ -557,12 +549,8 @@ class ApiApp:
         since: int | None = None
         if rv_text and rv_text != "0" and not send_initial:
             since = self._resource_version(rv_text)
-        timeout = DEFAULT_WATCH_TIMEOUT
-        if query.get("timeoutSeconds"):
-            try:
-                timeout = float(query["timeoutSeconds"])
-            except ValueError:
-                raise bad_request("timeoutSeconds must be a number")
+        timeout_seconds = int_param(query, "timeoutSeconds")
+        timeout = DEFAULT_WATCH_TIMEOUT if timeout_seconds is None else float(timeout_seconds)
         if target.name:  # a watch on one object: fieldSelector=metadata.name=...
             by_name = [query.get("fieldSelector"), f"metadata.name={target.name}"]
             fields = field_selector(info, ",".join(filter(None, by_name)))

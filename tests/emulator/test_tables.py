@@ -119,7 +119,7 @@ async def test_service_and_pod_cells(emu: Emulator) -> None:
 async def test_watch_events_are_one_row_tables(emu: Emulator) -> None:
 
     emu.store.create(endpoint_slice("web"))
-    params = {"watch": "1", "timeoutSeconds": "0.3"}
+    params = {"watch": "1", "timeoutSeconds": "1"}
     async with (
         aiohttp.ClientSession() as session,
         session.get(

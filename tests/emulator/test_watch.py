@@ -54,7 +54,7 @@ def summary(event: JSON) -> tuple[str, str]:
 async def test_watch_without_version_starts_with_the_current_state(emu: Emulator) -> None:
     emu.store.create(labelled("a"))
     emu.store.create(labelled("b"))
-    async with watch(emu, timeoutSeconds="0.5") as stream:
+    async with watch(emu, timeoutSeconds="1") as stream:
         events = await stream.rest()
     assert [summary(e) for e in events] == [("ADDED", "a"), ("ADDED", "b")]
 
@@ -65,7 +65,7 @@ async def test_resume_sends_only_later_events_in_order(emu: Emulator) -> None:
     emu.store.create(labelled("b"))
     emu.store.delete("endpointslices", "default", "a")
     since = first["metadata"]["resourceVersion"]
-    async with watch(emu, resourceVersion=since, timeoutSeconds="0.5") as stream:
+    async with watch(emu, resourceVersion=since, timeoutSeconds="1") as stream:
         events = await stream.rest()
     assert [summary(e) for e in events] == [("MODIFIED", "a"), ("ADDED", "b"), ("DELETED", "a")]
     versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
@@ -108,7 +108,7 @@ async def test_field_selector_and_namespace_filtering(emu: Emulator) -> None:
         emu.store.create(_pod("other-ns", "n1"), namespace="other")
         assert summary(await stream.next()) == ("ADDED", "other-ns")
     async with watch(
-        emu, "/api/v1/namespaces/default/pods", resourceVersion="1", timeoutSeconds="0.3"
+        emu, "/api/v1/namespaces/default/pods", resourceVersion="1", timeoutSeconds="1"
     ) as stream:
         events = await stream.rest()
     assert [summary(e) for e in events] == [("ADDED", "elsewhere")]
@@ -140,7 +140,7 @@ async def test_too_old_version_is_an_expired_error_event() -> None:
         assert error["object"]["message"].startswith("too old resource version: ")
         # Within the window, resuming still works.
         recent = str(emu.store.resource_version - 2)
-        async with watch(emu, resourceVersion=recent, timeoutSeconds="0.3") as stream:
+        async with watch(emu, resourceVersion=recent, timeoutSeconds="1") as stream:
             assert len(await stream.rest()) == 2
 
 
@@ -154,7 +154,7 @@ async def test_bookmarks_when_asked() -> None:
         assert bookmark["type"] == "BOOKMARK"
         assert bookmark["object"]["kind"] == "EndpointSlice"
         assert bookmark["object"]["metadata"]["resourceVersion"] == str(emu.store.resource_version)
-        async with watch(emu, resourceVersion="0", timeoutSeconds="0.3") as stream:
+        async with watch(emu, resourceVersion="0", timeoutSeconds="1") as stream:
             assert [e["type"] for e in await stream.rest()] == ["ADDED"]  # none unless asked
 
 
@@ -174,7 +174,7 @@ async def test_initial_events_end_with_an_annotated_bookmark(emu: Emulator) -> N
 
 
 async def test_timeout_ends_the_stream_and_unregisters(emu: Emulator) -> None:
-    async with watch(emu, resourceVersion="0", timeoutSeconds="0.1") as stream:
+    async with watch(emu, resourceVersion="0", timeoutSeconds="1") as stream:
         assert await stream.rest() == []
     assert emu.store.snapshot_stats()["watchers"] == {}
 
@@ -182,7 +182,7 @@ async def test_timeout_ends_the_stream_and_unregisters(emu: Emulator) -> None:
 async def test_watch_of_a_single_object_by_name(emu: Emulator) -> None:
     emu.store.create(labelled("a"))
     emu.store.create(labelled("b"))
-    async with watch(emu, SLICES + "/b", timeoutSeconds="0.3") as stream:
+    async with watch(emu, SLICES + "/b", timeoutSeconds="1") as stream:
         events = await stream.rest()
     assert [summary(e) for e in events] == [("ADDED", "b")]
 
