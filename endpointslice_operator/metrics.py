@@ -10,7 +10,8 @@ operators, or several tests, can coexist in one process):
 * the client-go workqueue metrics (``workqueue_*`` with a ``name`` label), see
   :class:`WorkqueueMetrics`;
 * the operator's own additions: ``endpoint_slice_controller_sync_duration_seconds``,
-  ``endpointslice_operator_queue_dropped_total`` and ``endpointslice_operator_leader``.
+  ``endpointslice_operator_queue_dropped_total``, ``endpointslice_operator_leader`` and
+  ``endpointslice_operator_state_resets_total``.
 
 Two details of prometheus_client would make the exposition differ from upstream's Go client, so
 this module renders the text format itself (:func:`render_registry`):
@@ -376,9 +377,18 @@ class OperatorMetrics:
             "election), else 0",
             registry=r,
         )
+        self.state_resets = ExactCounter(
+            "endpointslice_operator_state_resets_total",
+            "Times the API server's state was found reset (its resourceVersion went back below "
+            "one already seen) and the operator dropped its indexes and listed everything again",
+            registry=r,
+        )
         self.workqueue = WorkqueueMetrics(r)
 
     # -- convenience API used by the controller ------------------------------------------------
+
+    def record_state_reset(self) -> None:
+        self.state_resets.inc()
 
     def record_change(self, operation: str, count: int = 1) -> None:
         """``changes{operation}`` += count, for successful create / update / delete calls."""

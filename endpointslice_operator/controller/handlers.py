@@ -44,6 +44,7 @@ from endpointslice_operator.controller.indexes import (
 )
 from endpointslice_operator.controller.optin import UPSTREAM_CONTROLLER_NAME
 from endpointslice_operator.controller.queue import ServiceQueue
+from endpointslice_operator.controller.reset import Watermark
 from endpointslice_operator.reconciler.records import PodRecord, pod_record
 from endpointslice_operator.reconciler.topology import TopologyCache
 from endpointslice_operator.reconciler.tracker import EndpointSliceTracker
@@ -129,6 +130,8 @@ class EventRouter:
         self.batch_period = batch_period
         self.queue: ServiceQueue | None = None
         self.events_seen = 0
+        self.watermark = Watermark()
+        """The highest resourceVersion delivered by any watch (see :mod:`.reset`)."""
         self.topology_live = False
         self.relist_tracking = False
         """Set once the initial listing is in: later listing events (type None) mean Kopf is
@@ -446,6 +449,7 @@ def _guarded(kind: str, handler: WatchHandler, router: EventRouter) -> Any:
         if not isinstance(obj, Mapping):
             return
         router.events_seen += 1
+        router.watermark.observe(_metadata(obj).get("resourceVersion"))
         try:
             handler(event.get("type"), obj)
         except Exception:

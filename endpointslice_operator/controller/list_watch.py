@@ -13,8 +13,12 @@ on Kopf. Each event goes straight to the router, with Kopf's conventions:
 * the watch resumes from the last resourceVersion seen (events and bookmarks); the server ends
   each watch after ``server_timeout`` seconds and it is started again from there;
 * ``410 Gone`` (on a watch or in its stream, or an expired ``continue`` token) means the
-  version is too old: list again (at once, unless the last listing is less than ``backoff``
-  seconds old). Other failures are retried after ``backoff`` seconds.
+  version is too old, and ``ResourceVersionTooLarge`` that the server is behind it (its state
+  was reset): list again (at once, unless the last listing is less than ``backoff`` seconds
+  old). Other failures are retried after ``backoff`` seconds.
+* every resourceVersion delivered goes into the shared :class:`~.reset.Watermark`; a listing
+  whose resourceVersion is below the one this watch had reached calls ``on_reset`` (see
+  :mod:`.reset`).
 
 One watch per namespace when the operator is scoped to namespaces, else one cluster-wide.
 """
@@ -30,6 +34,10 @@ from typing import Any
 import aiohttp
 from kubernetes_asyncio.client import ApiClient, CoreV1Api, DiscoveryV1Api
 
+from endpointslice_operator.controller.reset import (
+    Watermark,
+    is_too_large_resource_version,
+)
 from endpointslice_operator.controller.writer import ApiError, raise_for_status
 
 __all__ = ["KINDS", "ListWatcher"]
@@ -45,7 +53,11 @@ KINDS = ("pods", "endpointslices")
 
 
 class _Expired(Exception):
-    """The resourceVersion or continue token is too old: list again."""
+    """The resourceVersion or continue token is too old (or ahead of the server): list again."""
+
+
+def _must_relist(status: int, body: Mapping[str, Any]) -> bool:
+    return status == GONE or is_too_large_resource_version(body)
 
 
 class ListWatcher:
@@ -62,6 +74,8 @@ class ListWatcher:
         client_timeout: float = 360.0,
         backoff: float = 1.0,
         page_size: int = PAGE_SIZE,
+        watermark: Watermark | None = None,
+        on_reset: Callable[[str], None] | None = None,
     ) -> None:
         # Called with _preload_content=False: both return the raw aiohttp response.
         self._everywhere: Callable[..., Awaitable[Any]]
@@ -83,6 +97,8 @@ class ListWatcher:
         self._client_timeout = client_timeout
         self._backoff = backoff
         self._page_size = page_size
+        self._watermark = watermark if watermark is not None else Watermark()
+        self._on_reset = on_reset
         self.listings = 0
         """Completed listings (initial and re-listings), for tests and logs."""
 
@@ -101,7 +117,10 @@ class ListWatcher:
             try:
                 if version is None:
                     listed_at = loop.time()
+                    # A listing is a consistent read: never behind anything served before it.
+                    seen = self._watermark.value
                     version = await self._list(namespace)
+                    self._check_listing(namespace, seen, version)
                 version = await self._watch(namespace, version)
             except _Expired:
                 log.debug(
@@ -114,6 +133,16 @@ class ListWatcher:
             except (aiohttp.ClientError, TimeoutError, ApiError, ValueError) as exc:
                 log.warning("%s watch in %s failed, retrying: %s", self.kind, namespace or "*", exc)
                 await asyncio.sleep(self._backoff)
+
+    def _check_listing(self, namespace: str | None, seen: int, listed: str) -> None:
+        if self._watermark.is_behind(listed, seen):
+            if self._on_reset is not None:
+                self._on_reset(
+                    f"{self.kind} in {namespace or 'all namespaces'} listed at resourceVersion "
+                    f"{listed}, below the {seen} already seen"
+                )
+        else:
+            self._watermark.observe(listed)
 
     async def _call(self, namespace: str | None, **params: Any) -> Any:
         if namespace is None:
@@ -131,7 +160,7 @@ class ListWatcher:
             try:
                 body = await raise_for_status(await self._call(namespace, **params))
             except ApiError as exc:
-                if exc.status == GONE:
+                if _must_relist(exc.status, exc.body):
                     raise _Expired from exc
                 raise
             for item in body.get("items") or ():
@@ -160,7 +189,7 @@ class ListWatcher:
             try:
                 await raise_for_status(response)
             except ApiError as exc:
-                if exc.status == GONE:
+                if _must_relist(exc.status, exc.body):
                     raise _Expired from exc
                 raise
         try:
@@ -173,12 +202,14 @@ class ListWatcher:
                 if not isinstance(obj, Mapping):
                     continue
                 if kind == "ERROR":
-                    if obj.get("code") == GONE:
+                    code = int(obj.get("code") or 500)
+                    if _must_relist(code, obj):
                         raise _Expired
-                    raise ApiError(int(obj.get("code") or 500), obj)
+                    raise ApiError(code, obj)
                 metadata = obj.get("metadata")
                 if isinstance(metadata, Mapping) and metadata.get("resourceVersion"):
                     version = str(metadata["resourceVersion"])
+                    self._watermark.observe(version)
                 if kind in ("ADDED", "MODIFIED", "DELETED"):
                     self._deliver(kind, obj)
         finally:

@@ -14,6 +14,9 @@
 * Leader election (when enabled) gates the queue workers only: every replica watches and keeps
   its indexes warm; the leader builds a fresh queue, queues every relevant Service once and
   runs the workers; losing the Lease stops them; stopping releases the Lease.
+* A reset API server (its resourceVersions went backwards, see :mod:`.reset`) ends the round:
+  workers, Lease, watches and Kopf stop, every index is dropped, ``/readyz`` turns false, and a
+  new round starts from fresh listings, as a restart of the process would.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from endpointslice_operator.controller.kopf_wiring import (
 from endpointslice_operator.controller.leader import LeaderElector
 from endpointslice_operator.controller.list_watch import KINDS, ListWatcher
 from endpointslice_operator.controller.queue import ServiceQueue
+from endpointslice_operator.controller.reset import RESET_PROBE_INTERVAL, Watermark
 from endpointslice_operator.controller.sync import ServiceSyncer
 from endpointslice_operator.controller.writer import ApiError, SliceWriter, raise_for_status
 from endpointslice_operator.metrics import OperatorMetrics
@@ -97,18 +101,20 @@ class Operator:
             topology_hints=settings.topology_hints,
             prefer_same_traffic_distribution=settings.prefer_same_traffic_distribution,
         )
-        self.indexes = Indexes(
-            enabled_annotation=settings.enabled_annotation,
-            selector_annotation=settings.selector_annotation,
-            managed_by=settings.managed_by,
-        )
-        self.topology = TopologyCache() if settings.topology_hints else None
+        self.indexes: Indexes
+        self.topology: TopologyCache | None
+        self._fresh_state()
         self.router: EventRouter | None = None
         self.syncer: ServiceSyncer | None = None
         self.queue: ServiceQueue | None = None
         self.api_client: ApiClient | None = None
         self.health: HealthServer | None = None
         self._stop = asyncio.Event()
+        self._round_over = asyncio.Event()
+        """Set to end the current round: on :meth:`stop`, or when the API server was reset."""
+        self._reset_reason: str | None = None
+        self.resets = 0
+        """Rounds ended because the API server's state was reset."""
         self._ready = asyncio.Event()
         self._leading = asyncio.Event()
         self._kopf_stop: asyncio.Future[None] | None = None
@@ -119,6 +125,26 @@ class Operator:
     def stop(self) -> None:
         """Ask :meth:`run` to shut down gracefully (idempotent)."""
         self._stop.set()
+        self._round_over.set()
+
+    def _fresh_state(self) -> None:
+        self.indexes = Indexes(
+            enabled_annotation=self.settings.enabled_annotation,
+            selector_annotation=self.settings.selector_annotation,
+            managed_by=self.settings.managed_by,
+        )
+        self.topology = TopologyCache() if self.settings.topology_hints else None
+
+    def _api_server_reset(self, reason: str) -> None:
+        """End the round: the indexes describe a state the API server no longer has."""
+        if self._reset_reason is not None or self._stop.is_set():
+            return
+        self._reset_reason = reason
+        log.warning("The API server's state was reset (%s); listing everything again", reason)
+        self._ready.clear()
+        if self.health is not None:
+            self.health.set_ready(False)
+        self._round_over.set()
 
     async def wait_ready(self) -> None:
         """Return once the initial listings are in the indexes."""
@@ -143,27 +169,39 @@ class Operator:
         resolve_env_proxy(configuration)
         async with OperatorApiClient(configuration) as api_client:
             self.api_client = api_client
-            recorder = EventRecorder(api_client, instance=self.identity)
-            syncer = ServiceSyncer(
-                indexes=self.indexes,
-                writer=SliceWriter(api_client),
-                recorder=recorder,
-                metrics=self.metrics,
-                config=self.config,
-                topology=self.topology,
-            )
-            router = EventRouter(
-                indexes=self.indexes,
-                tracker=syncer.tracker,
-                topology=self.topology,
-                batch_period=self.settings.batch_period,
-            )
-            self.syncer, self.router = syncer, router
             await self._start_health()
             try:
-                await self._run_tasks(configuration, api_client, router, syncer)
+                while True:
+                    await self._run_round(configuration, api_client)
+                    if self._reset_reason is None or self._stop.is_set():
+                        break
+                    self.resets += 1
+                    self.metrics.record_state_reset()
+                    self._fresh_state()
+                    self._reset_reason = None
+                    self._round_over.clear()
             finally:
                 await self._stop_health()
+
+    async def _run_round(self, configuration: Configuration, api_client: ApiClient) -> None:
+        """Watch, index and sync from fresh listings until stopped or the server is reset."""
+        recorder = EventRecorder(api_client, instance=self.identity)
+        syncer = ServiceSyncer(
+            indexes=self.indexes,
+            writer=SliceWriter(api_client),
+            recorder=recorder,
+            metrics=self.metrics,
+            config=self.config,
+            topology=self.topology,
+        )
+        router = EventRouter(
+            indexes=self.indexes,
+            tracker=syncer.tracker,
+            topology=self.topology,
+            batch_period=self.settings.batch_period,
+        )
+        self.syncer, self.router = syncer, router
+        await self._run_tasks(configuration, api_client, router, syncer)
 
     async def _run_tasks(
         self,
@@ -202,13 +240,18 @@ class Operator:
                     namespaces=namespaces,
                     server_timeout=WATCH_SERVER_TIMEOUT,
                     client_timeout=WATCH_CLIENT_TIMEOUT,
+                    watermark=router.watermark,
+                    on_reset=self._api_server_reset,
                 ).run(),
                 name=f"{kind}-watch",
             )
             for kind in KINDS
         ]
-        stop_task = asyncio.create_task(self._stop.wait())
-        tasks = {kopf_task, *watch_tasks, readiness_task, leading_task, stop_task}
+        probe_task = asyncio.create_task(
+            self._probe_resets(api_client, router.watermark), name="reset-probe"
+        )
+        stop_task = asyncio.create_task(self._round_over.wait())
+        tasks = {kopf_task, *watch_tasks, readiness_task, leading_task, probe_task, stop_task}
         failure: BaseException | None = None
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
@@ -217,13 +260,22 @@ class Operator:
                     failure = task.exception()
                     log.error("operator task %s failed", task.get_name(), exc_info=failure)
         finally:
-            log.info("stopping the operator")
-            self._stop.set()
+            if self._reset_reason is None:
+                log.info("stopping the operator")
+                self._stop.set()
+            self._round_over.set()
             # Workers and the Lease first (they finish in-flight syncs and release the Lease),
             # then the watches.
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(leading_task), SHUTDOWN_TIMEOUT)
-            for task in (leading_task, readiness_task, stop_task, *watch_tasks, *self._background):
+            for task in (
+                leading_task,
+                readiness_task,
+                probe_task,
+                stop_task,
+                *watch_tasks,
+                *self._background,
+            ):
                 task.cancel()
             await asyncio.gather(*self._background, return_exceptions=True)
             if not self._kopf_stop.done():
@@ -264,7 +316,7 @@ class Operator:
         self._ready.set()
         if self.health is not None:
             self.health.set_ready(True)
-        await self._stop.wait()
+        await self._round_over.wait()
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(coro)
@@ -351,6 +403,38 @@ class Operator:
             total += len(items) + int(remaining)
         return total
 
+    async def _probe_resets(self, api_client: ApiClient, watermark: Watermark) -> None:
+        """Every ``RESET_PROBE_INTERVAL``: is the server's resourceVersion behind what we saw?
+
+        Resumed watches stay silent on a server whose state went back (see :mod:`.reset`), so
+        only asking can tell. One ``limit=1`` list of EndpointSlices (the operator may list
+        them in every scope it watches); a consistent read, so a lower version is a reset.
+        """
+        discovery = DiscoveryV1Api(api_client)
+        namespaces = list(self.settings.namespaces)
+        while True:
+            await asyncio.sleep(RESET_PROBE_INTERVAL)
+            seen = watermark.value
+            try:
+                if namespaces:
+                    call = discovery.list_namespaced_endpoint_slice(
+                        namespaces[0], limit=1, _preload_content=False
+                    )
+                else:
+                    call = discovery.list_endpoint_slice_for_all_namespaces(
+                        limit=1, _preload_content=False
+                    )
+                body = await raise_for_status(await call)
+            except Exception as exc:  # the watches report their own failures
+                log.debug("resourceVersion probe failed: %s", exc)
+                continue
+            current = (body.get("metadata") or {}).get("resourceVersion")
+            if watermark.is_behind(current, seen):
+                self._api_server_reset(
+                    f"the server is at resourceVersion {current}, below the {seen} already seen"
+                )
+                return
+
     # -- leadership and workers -------------------------------------------------------------
 
     async def _lead(
@@ -359,7 +443,7 @@ class Operator:
         await self._ready.wait()
         if not self.settings.leader_election:
             self.metrics.set_leader(True)
-            await self._work(router, syncer, self._stop)
+            await self._work(router, syncer, self._round_over)
             return
         elector = LeaderElector(
             api_client,
@@ -376,8 +460,8 @@ class Operator:
             await self._work(router, syncer, term_over)
 
         # One term per run(); after losing the Lease, stand by and compete again.
-        while not self._stop.is_set():
-            await elector.run(work, stop=self._stop)
+        while not self._round_over.is_set():
+            await elector.run(work, stop=self._round_over)
 
     async def _work(self, router: EventRouter, syncer: ServiceSyncer, lost: asyncio.Event) -> None:
         """Run the queue workers until ``lost`` is set (leadership lost or shutting down)."""

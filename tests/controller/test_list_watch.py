@@ -172,3 +172,49 @@ async def test_other_kinds_are_refused() -> None:
         async with ApiClient(configuration) as api_client:
             with pytest.raises(ValueError, match="services"):
                 ListWatcher(api_client, "services", Recorder())
+
+
+async def test_a_listing_behind_what_was_seen_reports_a_reset(tmp_path: Any) -> None:
+    """The server came back with older state: its 410 makes the watcher list again, and that
+    listing's resourceVersion is below the watermark."""
+    from endpointslice_operator.controller.reset import Watermark
+    from endpointslice_operator.testing.controlplane import free_port
+
+    port, kubeconfig = free_port(), tmp_path / "kubeconfig"
+    resets: list[str] = []
+    watermark = Watermark()
+    configuration: Any = None
+    async with run_emulator(port=port, kubeconfig_path=kubeconfig) as first:
+        configuration = await load_client_configuration(settings(first))
+    recorder = Recorder()
+    async with ApiClient(configuration) as api_client:
+        watcher = ListWatcher(
+            api_client, "pods", recorder, watermark=watermark, on_reset=resets.append, backoff=0.1
+        )
+        task: asyncio.Task[None] | None = None
+        try:
+            async with run_emulator(port=port, kubeconfig_path=kubeconfig) as first:
+                first.store.create_namespace("e2e")
+                for i in range(20):
+                    pod(first, f"web-{i}", f"10.1.0.{i + 1}")
+                task = asyncio.create_task(watcher.run())
+                await eventually(lambda: watcher.listings == 1)
+                seen = watermark.value
+                assert seen >= 20
+            async with run_emulator(
+                port=port,
+                kubeconfig_path=kubeconfig,
+                faults=FaultConfig(gone_rate=1.0, fault_resources={"pods"}),
+            ) as second:
+                second.store.create_namespace("e2e")
+                pod(second, "web-new", "10.2.0.1")
+                await eventually(lambda: resets, timeout=30)
+            assert resets == [
+                f"pods in all namespaces listed at resourceVersion {second.store.resource_version}"
+                f", below the {seen} already seen"
+            ]
+        finally:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
