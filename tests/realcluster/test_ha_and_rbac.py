@@ -1,0 +1,142 @@
+"""Two replicas with leader election on a real Lease, and the operator under the chart's own
+RBAC through a ServiceAccount token."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scripts.render_manifests import render_objects
+from tests.realcluster import objects as o
+from tests.realcluster.conftest import Cluster
+from tests.realcluster.kube import Kube, eventually
+from tests.realcluster.operator_process import OperatorProcess, running
+
+pytestmark = pytest.mark.realcluster
+
+LEADER = "endpointslice_operator_leader"
+
+
+async def leaders(*replicas: OperatorProcess) -> list[OperatorProcess]:
+    return [r for r in replicas if await r.metric(LEADER) == 1]
+
+
+async def published(kube: Kube, ns: str, expected: set[str]) -> bool:
+    assert o.addresses(await kube.slices(ns, "web")) == expected
+    return True
+
+
+async def test_two_replicas_one_leader_and_failover_after_kill_9(
+    kube: Kube, ns: str, log_dir: Path
+) -> None:
+    await o.node(kube, "node-a", "zone-a")
+    await o.service(kube, ns, "web", annotations={o.SELECTOR: "app=web"})
+    await o.pod(kube, ns, "web-0", "10.1.0.1")
+    args = ("--namespace", ns, "--lease-namespace", ns)
+    async with running(kube.kubeconfig, log_dir / "a.log", *args, leader_election=True) as a:
+        async with running(kube.kubeconfig, log_dir / "b.log", *args, leader_election=True) as b:
+
+            async def one_leader() -> OperatorProcess:
+                found = await leaders(a, b)
+                assert len(found) == 1, "exactly one leader"
+                return found[0]
+
+            leader = await eventually(one_leader, timeout=60)
+            await eventually(lambda: published(kube, ns, {"10.1.0.1"}), timeout=60)
+            lease = await kube.get(
+                f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/endpointslice-operator"
+            )
+            holder = lease["spec"]["holderIdentity"]
+
+            await leader.kill()  # no release: the standby waits for the lease to expire
+            standby = b if leader is a else a
+            await o.pod(kube, ns, "web-1", "10.1.0.2")
+
+            async def took_over() -> bool:
+                assert await standby.metric(LEADER) == 1
+                return True
+
+            await eventually(took_over, timeout=60)
+            await eventually(lambda: published(kube, ns, {"10.1.0.1", "10.1.0.2"}), timeout=60)
+            lease = await kube.get(
+                f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/endpointslice-operator"
+            )
+            assert lease["spec"]["holderIdentity"] != holder
+            assert int(lease["spec"].get("leaseTransitions") or 0) >= 1
+
+
+def rbac_objects(release: str, namespace: str) -> list[dict[str, Any]]:
+    kinds = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+    return [
+        item
+        for item in render_objects({}, name=release, namespace=namespace)
+        if item["kind"] in kinds
+    ]
+
+
+def path_of(item: dict[str, Any]) -> str:
+    group_version = item["apiVersion"]
+    base = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
+    plural = {"ServiceAccount": "serviceaccounts"}.get(item["kind"], item["kind"].lower() + "s")
+    namespace = item["metadata"].get("namespace")
+    scope = f"/namespaces/{namespace}" if namespace else ""
+    return f"{base}{scope}/{plural}"
+
+
+async def test_the_operator_runs_under_the_charts_rbac_and_nothing_more(
+    cluster: Cluster, kube: Kube, ns: str, log_dir: Path
+) -> None:
+    if cluster.plane is None:
+        pytest.skip("needs the fixture's control plane to mint a ServiceAccount token")
+    release = f"eso-{secrets.token_hex(3)}"
+    created = []
+    try:
+        for item in rbac_objects(release, ns):
+            await kube.create(path_of(item), item)
+            created.append(item)
+        (account,) = [i for i in created if i["kind"] == "ServiceAccount"]
+        _, kubeconfig = cluster.plane.service_account_token(ns, account["metadata"]["name"])
+        await o.node(kube, "node-a", "zone-a")
+        await o.service(kube, ns, "web", annotations={o.SELECTOR: "app=web"})
+        await o.pod(kube, ns, "web-0", "10.1.0.1")
+        # Leader election on, as the chart runs it, with the Lease in the release namespace.
+        async with running(
+            kubeconfig, log_dir / "operator.log", "--lease-namespace", ns, leader_election=True
+        ) as operator:
+            await eventually(lambda: published(kube, ns, {"10.1.0.1"}), timeout=60)
+            assert await operator.metric(LEADER) == 1
+            assert "403" not in operator.log(), operator.log()[-3000:]
+
+        async with await Kube.load(kubeconfig) as restricted:
+            beyond = [
+                ("GET", f"/api/v1/namespaces/{ns}/secrets", None),
+                ("GET", f"/api/v1/namespaces/{ns}/configmaps", None),
+                ("PATCH", f"/api/v1/namespaces/{ns}/pods/web-0", {"metadata": {"labels": {}}}),
+                ("PATCH", f"/api/v1/namespaces/{ns}/services/web", {"metadata": {"labels": {}}}),
+                ("DELETE", f"/api/v1/namespaces/{ns}/services/web", None),
+                ("PATCH", f"/api/v1/namespaces/{ns}/pods/web-0/status", {"status": {}}),
+                ("GET", f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/someone-else", None),
+                ("GET", "/apis/apps/v1/deployments", None),
+            ]
+            answers = []
+            for method, path, body in beyond:
+                if method == "PATCH":
+                    try:
+                        await restricted.patch(path, body or {})
+                        status = 200
+                    except AssertionError as failure:
+                        status = getattr(failure, "status", 0)
+                else:
+                    status, _ = await restricted.status_of(method, path, body)
+                answers.append((method, path, status))
+            assert [a for a in answers if a[2] != 403] == []
+            # And what it needs, it has.
+            status, _ = await restricted.status_of("GET", "/api/v1/pods?limit=1")
+            assert status == 200
+    finally:
+        for item in reversed(created):
+            if not item["metadata"].get("namespace"):
+                await kube.delete(f"{path_of(item)}/{item['metadata']['name']}")
