@@ -1,4 +1,4 @@
-"""``python -m benchmarks [--quick|--full] [--json FILE] [--only AREA ...]``.
+"""``python -m benchmarks [--quick|--full] [--real] [--json FILE] [--only AREA ...]``.
 
 Prints a table of figures and optionally writes
 ``{"figures": [{"name", "value", "unit", "baseline", "ratio"}]}``.
@@ -25,6 +25,8 @@ from .figure import Figure
 
 AREAS: list[str] = ["planner", "emulator", "operator", "propagation", "scale"]
 """Modules under ``benchmarks.figures``, run in this order."""
+REAL_AREAS: list[str] = ["real"]
+"""Run by ``--real`` (a real control plane from ``KUBEBUILDER_ASSETS``, KCM as the baseline)."""
 
 
 def _format(value: float | None) -> str:
@@ -61,16 +63,24 @@ def main(argv: list[str] | None = None) -> int:
     size.add_argument(
         "--full", dest="mode", action="store_const", const="full", help="the whole envelope"
     )
+    parser.add_argument(
+        "--real",
+        action="store_true",
+        help="only the figures beside kube-controller-manager on a real control plane "
+        "(KUBEBUILDER_ASSETS), at --quick or --full size",
+    )
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON")
     parser.add_argument(
-        "--only", nargs="+", choices=AREAS, metavar="AREA", help="run only these areas"
-    )
+        "--only", nargs="+", choices=[*AREAS, *REAL_AREAS], metavar="AREA",
+        help="run only these areas",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     mode = args.mode or "quick"
+    areas = args.only or (REAL_AREAS if args.real else AREAS)
 
     figures: list[Figure] = []
     started = time.perf_counter()
-    for area in args.only or AREAS:
+    for area in areas:
         module = importlib.import_module(f"benchmarks.figures.{area}")
         figures.extend(module.collect(mode))
     elapsed = time.perf_counter() - started

@@ -93,13 +93,25 @@ class Twins:
         ours = slice_shape(await self.kube.slices(self.ns, self.ours, manager=OURS))
         return kcm, ours
 
-    async def agree(self, expect_pods: set[str] | None = None, timeout: float = 60) -> None:
-        """Wait until both publish the same (and, if given, exactly ``expect_pods``)."""
+    async def agree(
+        self,
+        expect_pods: set[str] | None = None,
+        timeout: float = 60,
+        *,
+        ready: tuple[str, bool] | None = None,
+    ) -> None:
+        """Wait until both publish the same (and, if given, exactly ``expect_pods``, and pod
+        ``ready[0]`` with readiness ``ready[1]``: agreeing on the state *before* a change is
+        not agreeing on the change)."""
 
         async def same() -> bool:
             kcm, ours = await self.shapes()
             if expect_pods is not None:
                 assert set(kcm["endpoints"]) == expect_pods, sorted(kcm["endpoints"])
+            if ready is not None:
+                pod, state = ready
+                assert kcm["endpoints"][pod][1] is state, ("kcm", pod)
+                assert ours["endpoints"][pod][1] is state, ("ours", pod)
             problems = diff(kcm, ours)
             assert not problems, "\n".join(problems)
             return True

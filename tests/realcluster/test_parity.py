@@ -47,7 +47,7 @@ async def test_arrivals_one_at_a_time_flips_and_deletions(
         await twins.agree(names)
     for i in (0, 3, 7):  # readiness flips
         await o.set_ready(kube, ns, f"web-{i}", i == 3, at="2026-01-01T00:01:00Z")
-    await twins.agree(names)
+        await twins.agree(names, ready=(f"web-{i}", i == 3))
     for i in (1, 2, 8, 9):  # graceful: Terminating (no kubelet), then forced
         await kube.delete(f"/api/v1/namespaces/{ns}/pods/web-{i}")
     await twins.agree(names)

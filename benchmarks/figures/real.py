@@ -1,0 +1,192 @@
+"""``--real``: the operator beside kube-controller-manager on a real control plane.
+
+Needs ``KUBEBUILDER_ASSETS`` with etcd, kube-apiserver and kube-controller-manager (without
+them the area says why on stderr and reports nothing). It starts its own control plane and the
+operator as a process (``endpointslice-operator run``), creates twin Services on the same pods
+(``tests/realcluster/parity.py``: one with ``spec.selector``, written by kube-controller-
+manager, one selectorless with the selector annotation, written by the operator) and drives
+phases of pod changes, one change at a time, waiting after each until both publish the same.
+
+* writes: EndpointSlice ADDED / MODIFIED / DELETED events of each manager on one watch of the
+  namespace, per phase; the figure is ours with kube-controller-manager's as the baseline;
+* flip latency: from the response to a pod's status PATCH to the watch event of the slice that
+  shows the new readiness, for each controller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from endpointslice_operator.testing.controlplane import ControlPlane, missing_assets
+from tests.realcluster import objects as o
+from tests.realcluster.kube import KCM, LABEL_MANAGED_BY, OURS, Kube
+from tests.realcluster.operator_process import running
+from tests.realcluster.parity import Twins
+
+from ..figure import Figure
+
+NS = "bench"
+SIZES = {"tiny": (3, 4, 2), "quick": (20, 40, 10), "full": (100, 300, 50)}
+"""Pods arriving, readiness flips, deletions: per mode."""
+
+
+@dataclass
+class Recorder:
+    """Every EndpointSlice event of the namespace, with its arrival time."""
+
+    events: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
+
+    def writes(self, manager: str, since: int = 0) -> int:
+        return sum(
+            1
+            for _, event in self.events[since:]
+            if event.get("type") in ("ADDED", "MODIFIED", "DELETED")
+            and event["object"]["metadata"].get("labels", {}).get(LABEL_MANAGED_BY) == manager
+        )
+
+    def shown(self, manager: str, pod: str, ready: bool, after: float) -> float | None:
+        """Arrival time of the first event of ``manager`` after ``after`` showing ``pod`` so."""
+        for at, event in self.events:
+            obj = event["object"]
+            if at < after or obj["metadata"].get("labels", {}).get(LABEL_MANAGED_BY) != manager:
+                continue
+            for endpoint in obj.get("endpoints") or []:
+                if (endpoint.get("targetRef") or {}).get("name") == pod and bool(
+                    endpoint.get("conditions", {}).get("ready")
+                ) is ready:
+                    return at
+        return None
+
+
+@contextlib.asynccontextmanager
+async def recording(kube: Kube, path: str) -> AsyncIterator[Recorder]:
+    recorder = Recorder()
+    version = (await kube.get(path))["metadata"]["resourceVersion"]
+    loop = asyncio.get_running_loop()
+    params = {"watch": "true", "resourceVersion": version, "timeoutSeconds": "3600"}
+
+    async def read() -> None:
+        async with kube.session.get(kube.base + path, params=params) as response:
+            async for line in response.content:
+                if line.strip():
+                    recorder.events.append((loop.time(), json.loads(line)))
+
+    task = asyncio.create_task(read())
+    try:
+        yield recorder
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def _run(mode: str, workdir: Path) -> list[Figure]:
+    arrivals, flips, deletions = SIZES.get(mode, SIZES["quick"])
+    assets = Path(os.environ["KUBEBUILDER_ASSETS"])
+    with ControlPlane(assets=assets, workdir=workdir / "plane") as plane:
+        async with await Kube.load(plane.kubeconfig) as kube:
+            await kube.create(
+                "/api/v1/namespaces",
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+            )
+            await o.node(kube, "node-a", "zone-a")
+            await o.node(kube, "node-b", "zone-b")
+            async with running(plane.kubeconfig, workdir / "operator.log", "--namespace", NS):
+                path = f"/apis/discovery.k8s.io/v1/namespaces/{NS}/endpointslices"
+                async with recording(kube, path) as recorder:
+                    return await _phases(kube, recorder, arrivals, flips, deletions)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def _phases(
+    kube: Kube, recorder: Recorder, arrivals: int, flips: int, deletions: int
+) -> list[Figure]:
+    loop = asyncio.get_running_loop()
+    twins = Twins(kube, NS, "web", {"app": "web"})
+    await twins.create()
+    names: set[str] = set()
+    writes: dict[str, tuple[int, int]] = {}
+
+    mark = len(recorder.events)
+    for i in range(arrivals):
+        await o.pod(kube, NS, f"web-{i}", f"10.1.{i // 200}.{i % 200 + 1}", node_name="node-a")
+        names.add(f"web-{i}")
+        await twins.agree(names)
+    writes["arrivals"] = (recorder.writes(OURS, mark), recorder.writes(KCM, mark))
+
+    mark = len(recorder.events)
+    latency: dict[str, list[float]] = {OURS: [], KCM: []}
+    for flip in range(flips):
+        pod, ready = f"web-{flip % arrivals}", flip % (2 * arrivals) >= arrivals
+        await o.set_ready(
+            kube, NS, pod, ready, at=f"2026-01-01T01:{flip // 60:02d}:{flip % 60:02d}Z"
+        )
+        sent = loop.time()
+        await twins.agree(names, ready=(pod, ready))
+        for manager, values in latency.items():
+            shown = recorder.shown(manager, pod, ready, sent)
+            if shown is not None:
+                values.append((shown - sent) * 1000)
+    writes["flips"] = (recorder.writes(OURS, mark), recorder.writes(KCM, mark))
+
+    mark = len(recorder.events)
+    for i in range(deletions):
+        await kube.delete(
+            f"/api/v1/namespaces/{NS}/pods/web-{i}",
+            {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0},
+        )
+        names.discard(f"web-{i}")
+        await twins.agree(names)
+    writes["deletions"] = (recorder.writes(OURS, mark), recorder.writes(KCM, mark))
+
+    figures = [
+        Figure(f"real_writes_{phase}", float(ours), "writes", float(kcm))
+        for phase, (ours, kcm) in writes.items()
+    ]
+    total_ours = sum(w[0] for w in writes.values())
+    total_kcm = sum(w[1] for w in writes.values())
+    figures.append(
+        Figure("real_writes_ratio_vs_kcm", float(total_ours), "writes", float(total_kcm))
+    )
+    if latency[OURS] and latency[KCM]:
+        for name, q in (("p50", 0.5), ("p99", 0.99)):
+            figures.append(
+                Figure(
+                    f"real_flip_{name}_ms",
+                    _percentile(latency[OURS], q),
+                    "ms",
+                    _percentile(latency[KCM], q),
+                )
+            )
+        figures.append(
+            Figure("real_flip_mean_ms", statistics.fmean(latency[OURS]), "ms",
+                   statistics.fmean(latency[KCM]))
+        )  # fmt: skip
+    return figures
+
+
+def collect(mode: str) -> list[Figure]:
+    assets = os.environ.get("KUBEBUILDER_ASSETS")
+    reason = missing_assets(Path(assets) if assets else None)
+    if reason is None and assets and not (Path(assets) / "kube-controller-manager").is_file():
+        reason = "kube-controller-manager not found in KUBEBUILDER_ASSETS"
+    if reason is not None:
+        print(f"real: skipped ({reason})", file=sys.stderr)
+        return []
+    with tempfile.TemporaryDirectory(prefix="eso-bench-real-") as workdir:
+        return asyncio.run(_run(mode, Path(workdir)))

@@ -1,0 +1,31 @@
+"""``python -m benchmarks --real`` in a tiny size: the figures mean what they say."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.figures import real
+
+pytestmark = pytest.mark.realcluster
+
+
+def test_real_figures_count_both_controllers_on_the_same_changes(cluster: object) -> None:
+    del cluster  # the area starts a control plane of its own; this only gates on the assets
+    figures = {f.name: f for f in real.collect("tiny")}
+    assert set(figures) >= {
+        "real_writes_arrivals",
+        "real_writes_flips",
+        "real_writes_deletions",
+        "real_writes_ratio_vs_kcm",
+        "real_flip_p50_ms",
+        "real_flip_p99_ms",
+    }
+    # Paced flips cost each controller exactly one write per flip.
+    flips = figures["real_writes_flips"]
+    assert (flips.value, flips.baseline) == (4, 4)
+    total = figures["real_writes_ratio_vs_kcm"]
+    assert total.value > 0 and total.baseline is not None and total.baseline > 0
+    assert total.value == sum(
+        figures[f"real_writes_{phase}"].value for phase in ("arrivals", "flips", "deletions")
+    )
+    assert 0 < figures["real_flip_p50_ms"].value <= figures["real_flip_p99_ms"].value
