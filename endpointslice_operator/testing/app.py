@@ -51,7 +51,14 @@ CLOCK_SLACK = 1e-3
 ``started + 3.0`` may sit a hair above every value such a clock can reach: waiting for the
 remaining ~1e-16 s would then spin at one instant for ever. A millisecond early is harmless."""
 # Kinds whose DELETE answers with the object rather than a Status (ReturnDeletedObject).
-RETURNS_DELETED_OBJECT = frozenset({"pods"})
+RETURNS_DELETED_OBJECT = frozenset({"pods", "services"})
+"""DELETE answers with the object, not a Status (kube-apiserver v1.24: pods, services)."""
+
+
+def page_not_found() -> web.Response:
+    return web.Response(status=404, text="404 page not found\n", content_type="text/plain")
+
+
 NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 TRUE = ("true", "1")
 CREATED_NAME = web.RequestKey("emulator_created_name", str)
@@ -213,12 +220,16 @@ class ApiApp:
         if head == "apis":
             if n == 1:
                 return json_response(resources.api_group_list(registry))
+            versions = registry.groups().get(parts[1])
+            if not versions or (n >= 3 and parts[2] not in versions):
+                # Not a Status: kube-apiserver's mux answers unknown groups in plain text.
+                return page_not_found()
             if n == 2:
                 return json_response(resources.api_group(registry, parts[1]))
             if n == 3:
                 return json_response(resources.api_resource_list(registry, parts[1], parts[2]))
             return None
-        raise ApiError(404, "the server could not find the requested resource")
+        return page_not_found()  # the real server's mux: plain text, not a Status
 
     def _parse_target(self, parts: list[str]) -> Target:
         if parts[0] == "api":
@@ -484,13 +495,15 @@ class ApiApp:
 
     @staticmethod
     def _resource_version(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = -1
-        if value < 0:
-            raise bad_request(f'resourceVersion: Invalid value: "{text}": must be an integer')
-        return value
+        """``strconv.ParseUint``; kube-apiserver v1.24 answers 500, with no reason, otherwise."""
+        if not (text.isascii() and text.isdigit()):
+            raise ApiError(
+                500,
+                f'resourceVersion: Invalid value: "{text}": strconv.ParseUint: parsing '
+                f'"{text}": invalid syntax',
+                omit_reason=True,
+            )
+        return int(text)
 
     async def _delete_collection(
         self, request: web.Request, target: Target, dry_run: bool

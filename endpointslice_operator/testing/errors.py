@@ -53,10 +53,12 @@ class ApiError(Exception):
     details: JSON | None = None
     causes: list[Cause] = field(default_factory=list)
     headers: dict[str, str] = field(default_factory=dict)
+    omit_reason: bool = False
+    """Send no ``reason`` (the real server's answer to some internal errors has none)."""
 
     def __post_init__(self) -> None:
         super().__init__(self.message)
-        if not self.reason:
+        if not self.reason and not self.omit_reason:
             self.reason = REASONS.get(self.code, "Unknown")
 
     def status(self) -> JSON:
@@ -67,9 +69,10 @@ class ApiError(Exception):
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
             "code": self.code,
         }
+        if not self.omit_reason:
+            body["reason"] = self.reason
         details = dict(self.details or {})
         if self.causes:
             details["causes"] = [cause.to_json() for cause in self.causes]

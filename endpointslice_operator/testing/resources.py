@@ -33,6 +33,8 @@ class ResourceInfo:
     name_rule: NameRule = "subdomain"
     # PUT on a missing object creates it (kube-apiserver's AllowCreateOnUpdate).
     allow_create_on_update: bool = False
+    # PUT without metadata.resourceVersion is allowed (AllowUnconditionalUpdate); Leases: no.
+    unconditional_update: bool = True
     # POST drops a client-supplied status (the registry's PrepareForCreate resets it).
     reset_status_on_create: bool = False
     # Another resource whose objects this one shows in its own shape (events.k8s.io Events are
@@ -112,6 +114,7 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     ResourceInfo(
         "coordination.k8s.io", "v1", "leases", "lease", "Lease", True,
         allow_create_on_update=True,
+        unconditional_update=False,
     ),
 )  # fmt: skip
 

@@ -29,6 +29,7 @@ from typing import Any, Literal
 from endpointslice_operator.testing import defaults, eventsview, strategy, validation
 from endpointslice_operator.testing.errors import (
     ApiError,
+    Cause,
     already_exists,
     conflict,
     expired,
@@ -712,6 +713,14 @@ class Store:
         wanted_rv = meta.get("resourceVersion")
         if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
             raise conflict(info.plural, info.group, name)
+        if not wanted_rv and not info.unconditional_update and not from_patch:
+            raise invalid(
+                info.kind,
+                info.group,
+                name,
+                [Cause("FieldValueInvalid", "Invalid value: 0x0: must be specified for an update",
+                       "metadata.resourceVersion")],
+            )  # fmt: skip
         new = strategy.prepare_for_update(
             info, obj, old, subresource=subresource, privileged=privileged
         )

@@ -417,8 +417,20 @@ def ip_address_error(address: str, version: int) -> str | None:
 
 
 def _ip_errors(path: str, address: str, version: int) -> list[Cause]:
+    """The address-type check, then (as v1.24's ValidateEndpointIP) a check of the address in
+    whichever family it parses: an IPv6 link-local address in an IPv4 slice gets both."""
     error = ip_address_error(address, version)
-    return [] if error is None else [invalid_value(path, address, error)]
+    if error is None:
+        return []
+    causes = [invalid_value(path, address, error)]
+    if error.startswith("must be a valid IPv"):  # not of this family: try the other one
+        other = ip_address_error(address, 10 - version)
+        if other is not None:
+            generic = "must be a valid IP address"
+            causes.append(
+                invalid_value(path, address, generic if other.startswith(generic[:15]) else other)
+            )
+    return causes
 
 
 def _fqdn_errors(path: str, address: str) -> list[Cause]:

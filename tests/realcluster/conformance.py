@@ -1,0 +1,157 @@
+"""One script of raw HTTP requests, run against the emulator and against a real kube-apiserver.
+
+Each :class:`Step` is one request; the runner records, per step, the status code, the Status
+reason (and its causes' reasons) and a few facts that matter to clients (the kind answered, the
+name or generateName prefix, selected fields, what a watch delivered). Values that differ by
+nature between two servers (uids, resourceVersions, timestamps, generated name suffixes) are
+compared by relation only: a name from ``generateName`` becomes ``<prefix>*``.
+
+The request shapes are those the operator, Kopf, kubernetes-asyncio and kubectl send (recorded
+from runs against both servers); ``SHAPES`` in ``test_conformance.py`` names them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from tests.realcluster.kube import JSON, Kube
+
+Facts = Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    method: str
+    path: str
+    body: Any = None
+    params: dict[str, str] = field(default_factory=dict)
+    content_type: str = "application/json"
+    accept: str = "application/json"
+    facts: Facts | None = None
+    watch_seconds: float = 0.0
+    """For watches: read the stream this long (or to its end) and report the event types."""
+    retry_until: Callable[[int, Any], bool] | None = None
+    """Repeat the request (up to 30 s) until this holds: for what controllers do eventually."""
+
+
+@dataclass
+class Result:
+    status: int
+    reason: str
+    causes: tuple[str, ...]
+    facts: Any
+
+    def row(self) -> tuple[Any, ...]:
+        return (self.status, self.reason, self.causes, self.facts)
+
+
+def _status_parts(body: Any) -> tuple[str, tuple[str, ...]]:
+    if isinstance(body, dict) and body.get("kind") == "Status":
+        details = body.get("details") or {}
+        causes = tuple(sorted(str(c.get("reason", "")) for c in details.get("causes") or []))
+        return str(body.get("reason") or ""), causes
+    return "", ()
+
+
+async def _watch(kube: Kube, step: Step, url: str) -> Result:
+    types: list[str] = []
+    timeout = aiohttp.ClientTimeout(total=step.watch_seconds + 10)
+    async with kube.session.get(url, params=step.params, timeout=timeout) as response:
+        if response.status != 200:
+            body = json.loads(await response.read() or b"null")
+            reason, causes = _status_parts(body)
+            return Result(response.status, reason, causes, None)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + step.watch_seconds
+        error: Any = None
+        while loop.time() < deadline:
+            try:
+                line = await asyncio.wait_for(
+                    response.content.readline(), max(0.01, deadline - loop.time())
+                )
+            except TimeoutError:
+                break
+            if not line:
+                break
+            if line.strip():
+                event = json.loads(line)
+                types.append(event["type"])
+                if event["type"] == "ERROR":
+                    error = (event["object"].get("code"), event["object"].get("reason"))
+        return Result(200, "", (), {"events": types, "error": error})
+
+
+async def run_step(kube: Kube, step: Step, ns: str) -> Result:
+    path = step.path.format(ns=ns)
+    url = kube.base + path
+    if step.watch_seconds:
+        return await _watch(kube, step, url)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while True:
+        data = None if step.body is None else json.dumps(step.body).replace("{ns}", ns)
+        headers = {"Accept": step.accept}
+        if data is not None:
+            headers["Content-Type"] = step.content_type
+        async with kube.session.request(
+            step.method, url, data=data, params=step.params or None, headers=headers
+        ) as response:
+            raw = await response.read()
+            status = response.status
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode(errors="replace")
+        if step.retry_until is None or step.retry_until(status, body) or loop.time() > deadline:
+            break
+        await asyncio.sleep(0.2)
+    reason, causes = _status_parts(body)
+    facts = step.facts(body) if step.facts is not None and 200 <= status < 300 else None
+    return Result(status, reason, causes, facts)
+
+
+async def run_script(kube: Kube, steps: list[Step], ns: str) -> list[Result]:
+    return [await run_step(kube, step, ns) for step in steps]
+
+
+# -- fact extractors ---------------------------------------------------------------------------
+
+
+def name_of(obj: JSON) -> str:
+    metadata = obj.get("metadata") or {}
+    if metadata.get("generateName"):
+        return f"{metadata['generateName']}*"
+    return str(metadata.get("name", ""))
+
+
+def kind_and_name(body: Any) -> Any:
+    return (body.get("kind"), name_of(body)) if isinstance(body, dict) else body
+
+
+def item_names(body: Any) -> Any:
+    return (body.get("kind"), sorted(name_of(i) for i in body.get("items") or []))
+
+
+def page(body: Any) -> Any:
+    metadata = body.get("metadata") or {}
+    return (len(body.get("items") or []), bool(metadata.get("continue")))
+
+
+def fields(*paths: str) -> Facts:
+    def extract(body: Any) -> Any:
+        out = []
+        for path in paths:
+            value: Any = body
+            for part in path.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            out.append(value)
+        return tuple(json.dumps(v, sort_keys=True) for v in out)
+
+    return extract

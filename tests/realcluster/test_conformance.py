@@ -1,0 +1,376 @@
+"""The emulator held to the real kube-apiserver: one request script, both servers, same answers.
+
+Every step's status, Status reason and causes, and facts must agree (see ``conformance.py``).
+Steps whose difference is on purpose (a feature newer than the real server's v1.24) are listed
+in ``ON_PURPOSE`` with the reason, and are not compared; docs/emulator.md lists them too.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import pytest
+
+from endpointslice_operator.testing import run_emulator
+from tests.realcluster.conformance import (
+    Step,
+    fields,
+    item_names,
+    kind_and_name,
+    page,
+    run_script,
+)
+from tests.realcluster.conftest import Cluster
+from tests.realcluster.kube import Kube
+
+pytestmark = pytest.mark.realcluster
+
+SHAPES = {
+    "Kopf": "list with limit/labelSelector; watch with allowWatchBookmarks, timeoutSeconds "
+    "(integer), resourceVersion",
+    "operator list-watch (kubernetes-asyncio)": "list with limit and continue; watch with "
+    "resourceVersion, allowWatchBookmarks, timeoutSeconds",
+    "operator readiness and reset probe": "list with limit=1",
+    "operator writer": "POST with generateName, PUT with resourceVersion, DELETE with uid "
+    "preconditions",
+    "operator events": "POST core/v1 Event, PATCH (merge) of its count",
+    "operator leader election": "GET, POST, PUT of a Lease with resourceVersion",
+    "kubectl": "discovery (/api, /apis, /version), get as Table, label/annotate (merge patch), "
+    "patch --type json|merge|strategic, delete, create",
+    "error paths": "malformed and out-of-range query parameters, stale resourceVersions on "
+    "watch, conflicts, validation failures, terminating namespaces, garbage collection",
+}
+
+ON_PURPOSE: dict[str, str] = {}
+"""Step name -> why the emulator answers differently on purpose."""
+
+
+def service(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "labels": {"app": "web"}},
+        "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}], **spec},
+    }
+
+
+def pod(name: str, **meta: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "web"}, **meta},
+        "spec": {"nodeName": "node-conf", "containers": [{"name": "c", "image": "x"}]},
+    }
+
+
+def eps(generate: str = "web-", **overrides: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "generateName": generate,
+            "labels": {"kubernetes.io/service-name": "web", "conf": "yes"},
+        },
+        "addressType": "IPv4",
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+        "endpoints": [{"addresses": ["10.1.0.1"], "conditions": {"ready": True}}],
+    }
+    body.update(overrides)
+    return body
+
+
+NSP = "/api/v1/namespaces/{ns}"
+SLICES = "/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
+MERGE = "application/merge-patch+json"
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+LEASE = {
+    "apiVersion": "coordination.k8s.io/v1",
+    "kind": "Lease",
+    "metadata": {"name": "conf"},
+    "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15},
+}
+EVENT = {
+    "apiVersion": "v1",
+    "kind": "Event",
+    "metadata": {"name": "web.conf"},
+    "involvedObject": {"kind": "Service", "namespace": "{ns}", "name": "web"},
+    "reason": "Conf",
+    "message": "m",
+    "type": "Normal",
+    "count": 1,
+    "source": {"component": "conf"},
+}
+
+
+def steps() -> list[Step]:
+    s: list[Step] = [
+        # discovery, as kubectl and kubernetes-asyncio ask it
+        Step("api", "GET", "/api", facts=fields("kind", "versions")),
+        Step("apis", "GET", "/apis", facts=fields("kind")),
+        Step("version", "GET", "/version", facts=lambda b: sorted(b) >= ["gitVersion"]),
+        Step("core v1", "GET", "/api/v1", facts=fields("kind", "groupVersion")),
+        Step("discovery v1", "GET", "/apis/discovery.k8s.io/v1", facts=fields("groupVersion")),
+        Step("unknown group", "GET", "/apis/nope.example/v1"),
+        # services: create, conflicts, validation, patches
+        Step("svc create", "POST", f"{NSP}/services", service("web"), facts=kind_and_name),
+        Step("svc exists", "POST", f"{NSP}/services", service("web")),
+        Step("svc get", "GET", f"{NSP}/services/web", facts=fields("spec.ports")),
+        Step("svc missing", "GET", f"{NSP}/services/nope"),
+        Step("svc bad name", "POST", f"{NSP}/services", service("Web_1")),
+        Step("svc no ports", "POST", f"{NSP}/services", {**service("np"), "spec": {}}),
+        Step(
+            "svc put stale",
+            "PUT",
+            f"{NSP}/services/web",
+            {**service("web"), "metadata": {"name": "web", "resourceVersion": "1"}},
+        ),
+        Step(
+            "svc merge patch",
+            "PATCH",
+            f"{NSP}/services/web",
+            {"metadata": {"labels": {"tier": "front"}}},
+            content_type=MERGE,
+            facts=fields("metadata.labels"),
+        ),
+        Step(
+            "svc json patch",
+            "PATCH",
+            f"{NSP}/services/web",
+            [{"op": "add", "path": "/metadata/annotations", "value": {"a": "b"}}],
+            content_type="application/json-patch+json",
+            facts=fields("metadata.annotations"),
+        ),
+        Step(
+            "svc strategic patch",
+            "PATCH",
+            f"{NSP}/services/web",
+            {"spec": {"ports": [{"name": "metrics", "port": 9100}]}},
+            content_type="application/strategic-merge-patch+json",
+            facts=lambda b: sorted(p["name"] for p in b["spec"]["ports"]),
+        ),
+        Step("svc patch bad type", "PATCH", f"{NSP}/services/web", {}, content_type="text/plain"),
+        Step(
+            "svc json patch bad",
+            "PATCH",
+            f"{NSP}/services/web",
+            [{"op": "replace", "path": "/nope/x", "value": 1}],
+            content_type="application/json-patch+json",
+        ),
+        Step("svc list as table", "GET", f"{NSP}/services", accept=TABLE, facts=fields("kind")),
+        # pods: create, status, selectors
+        Step("pod create", "POST", f"{NSP}/pods", pod("p0"), facts=fields("status.phase")),
+        Step(
+            "pod status",
+            "PATCH",
+            f"{NSP}/pods/p0/status",
+            {"status": {"phase": "Running", "podIP": "10.1.0.1", "podIPs": [{"ip": "10.1.0.1"}]}},
+            content_type=MERGE,
+            facts=fields("status.podIP"),
+        ),
+        Step(
+            "pods by label",
+            "GET",
+            f"{NSP}/pods",
+            params={"labelSelector": "app=web"},
+            facts=item_names,
+        ),
+        Step(
+            "pods set-based",
+            "GET",
+            f"{NSP}/pods",
+            params={"labelSelector": "app in (web),!canary"},
+            facts=item_names,
+        ),
+        Step("pods bad label selector", "GET", f"{NSP}/pods", params={"labelSelector": "a=(b"}),
+        Step(
+            "pods by node",
+            "GET",
+            f"{NSP}/pods",
+            params={"fieldSelector": "spec.nodeName=node-conf"},
+            facts=item_names,
+        ),
+        Step("pods bad field", "GET", f"{NSP}/pods", params={"fieldSelector": "spec.nope=x"}),
+        Step(
+            "pods limit=1",
+            "GET",
+            "/api/v1/pods",
+            params={"limit": "1"},
+            facts=lambda b: len(b["items"]) <= 1,
+        ),
+        # query parameters as kube-apiserver parses them
+        Step("limit fractional", "GET", f"{NSP}/pods", params={"limit": "2.0"}),
+        Step("limit too large", "GET", f"{NSP}/pods", params={"limit": "9223372036854775808"}),
+        Step("limit negative", "GET", f"{NSP}/pods", params={"limit": "-5"}, facts=page),
+        Step(
+            "watch timeout fractional",
+            "GET",
+            f"{NSP}/pods",
+            params={"watch": "true", "timeoutSeconds": "300.0"},
+        ),
+        Step("list bad continue", "GET", SLICES, params={"limit": "1", "continue": "garbage!"}),
+        # endpointslices: what the operator writes, and what the API refuses
+        Step("slice create", "POST", SLICES, eps(), facts=kind_and_name),
+        Step("slice create 2", "POST", SLICES, eps(), facts=kind_and_name),
+        Step("slice create 3", "POST", SLICES, eps(), facts=kind_and_name),
+        Step("slice generateName dash", "POST", SLICES, eps("web--"), facts=kind_and_name),
+        Step("slice generateName dot", "POST", SLICES, eps("web."), facts=kind_and_name),
+        Step("slice bad addressType", "POST", SLICES, eps(addressType="IPv5")),
+        Step(
+            "slice bad ip",
+            "POST",
+            SLICES,
+            eps(endpoints=[{"addresses": ["10.1.0.300"], "conditions": {}}]),
+        ),
+        Step(
+            "slice no addresses",
+            "POST",
+            SLICES,
+            eps(endpoints=[{"addresses": [], "conditions": {}}]),
+        ),
+        Step(
+            "slice too many endpoints",
+            "POST",
+            SLICES,
+            eps(endpoints=[{"addresses": [f"10.2.{i // 250}.{i % 250 + 1}"]} for i in range(1001)]),
+        ),
+        Step(
+            "slice bad port name",
+            "POST",
+            SLICES,
+            eps(ports=[{"name": "HTTP_", "port": 80, "protocol": "TCP"}]),
+        ),
+        Step(
+            "slice bad protocol",
+            "POST",
+            SLICES,
+            eps(ports=[{"name": "x", "port": 80, "protocol": "ICMP"}]),
+        ),
+        Step(
+            "slices page 1",
+            "GET",
+            SLICES,
+            params={"limit": "2", "labelSelector": "conf=yes"},
+            facts=page,
+        ),
+        Step(
+            "slices all",
+            "GET",
+            SLICES,
+            params={"labelSelector": "conf=yes"},
+            facts=lambda b: len(b["items"]),
+        ),
+        Step(
+            "slice fixed name",
+            "POST",
+            SLICES,
+            {**eps(), "metadata": {"name": "fixed", "labels": {"conf": "yes"}}},
+            facts=kind_and_name,
+        ),
+        Step(
+            "slice delete wrong uid",
+            "DELETE",
+            f"{SLICES}/fixed",
+            {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": "nope"}},
+        ),
+        Step(
+            "slice delete wrong rv",
+            "DELETE",
+            f"{SLICES}/fixed",
+            {
+                "apiVersion": "v1",
+                "kind": "DeleteOptions",
+                "preconditions": {"resourceVersion": "1"},
+            },
+        ),
+        Step("slice delete", "DELETE", f"{SLICES}/fixed", facts=fields("kind")),
+        Step("slice delete again", "DELETE", f"{SLICES}/fixed"),
+        Step(
+            "slice put missing rv",
+            "PUT",
+            f"{SLICES}/missing",
+            {**eps(), "metadata": {"name": "missing"}},
+        ),
+        # watches
+        Step(
+            "watch from now",
+            "GET",
+            SLICES,
+            params={
+                "watch": "true",
+                "resourceVersion": "0",
+                "timeoutSeconds": "1",
+                "labelSelector": "conf=yes",
+            },
+            watch_seconds=3,
+        ),
+        Step(
+            "watch from 1",
+            "GET",
+            SLICES,
+            params={"watch": "true", "resourceVersion": "1", "timeoutSeconds": "1"},
+            watch_seconds=3,
+        ),
+        Step(
+            "watch bad rv",
+            "GET",
+            SLICES,
+            params={"watch": "true", "resourceVersion": "abc", "timeoutSeconds": "1"},
+        ),
+        # events, as the operator's recorder posts and aggregates them
+        Step("event create", "POST", f"{NSP}/events", EVENT, facts=fields("reason", "count")),
+        Step(
+            "event patch",
+            "PATCH",
+            f"{NSP}/events/web.conf",
+            {"count": 2},
+            content_type=MERGE,
+            facts=fields("count"),
+        ),
+        # leases, as leader election uses them
+        Step("lease get missing", "GET", f"{LEASES}/conf"),
+        Step("lease create", "POST", LEASES, LEASE, facts=fields("spec.holderIdentity")),
+        Step("lease create again", "POST", LEASES, LEASE),
+        Step(
+            "lease put stale",
+            "PUT",
+            f"{LEASES}/conf",
+            {**LEASE, "metadata": {"name": "conf", "resourceVersion": "1"}},
+        ),
+        Step(
+            "lease put no rv", "PUT", f"{LEASES}/conf", LEASE, facts=fields("spec.holderIdentity")
+        ),
+        # garbage collection of an owned slice, and a deleted namespace
+        Step("svc delete", "DELETE", f"{NSP}/services/web", facts=fields("kind")),
+        Step("svc deleted", "GET", f"{NSP}/services/web"),
+    ]
+    return s
+
+
+async def run_against(kube: Kube, ns: str) -> list[Any]:
+    await kube.create(
+        "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+    )
+    try:
+        results = await run_script(kube, steps(), ns)
+    finally:
+        await kube.delete(f"/api/v1/namespaces/{ns}")
+    return [r.row() for r in results]
+
+
+async def test_the_emulator_answers_the_script_as_the_real_server_does(
+    cluster: Cluster, kube: Kube
+) -> None:
+    ns = f"conf-{secrets.token_hex(3)}"
+    real = await run_against(kube, ns)
+    async with run_emulator(seed=3) as emu, await Kube.load(emu.kubeconfig_path) as local:
+        model = await run_against(local, ns)
+    script = steps()
+    assert len(script) >= 60
+    mismatches = [
+        f"{step.name}: real={a} emulator={b}"
+        for step, a, b in zip(script, real, model, strict=True)
+        if a != b and step.name not in ON_PURPOSE
+    ]
+    assert not mismatches, f"{len(mismatches)} of {len(script)} differ:\n" + "\n".join(mismatches)
