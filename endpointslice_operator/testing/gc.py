@@ -20,6 +20,7 @@ from endpointslice_operator.testing.store import (
     NAMESPACE_FINALIZER,
     ORPHAN_FINALIZER,
     Store,
+    format_timestamp,
 )
 from endpointslice_operator.testing.strategy import has_finalizers
 from endpointslice_operator.testing.watch import ADDED, DELETED, Event
@@ -207,21 +208,85 @@ class Controllers:
             if not self.store.dependents_of(uid):
                 self.store.remove_finalizer(info, namespace, name, FOREGROUND_FINALIZER)
 
+    def _report_remaining(
+        self,
+        namespaces: ResourceInfo,
+        name: str,
+        remaining: dict[str, int],
+        finalizers: dict[str, int],
+    ) -> None:
+        """The status conditions kube-controller-manager's namespace controller (v1.24) sets on
+        a namespace it cannot finish yet, with its reasons and messages."""
+        now = format_timestamp(self.store.clock())
+
+        def condition(kind: str, status: str, reason: str, message: str) -> dict[str, str]:
+            return {
+                "type": kind,
+                "status": status,
+                "reason": reason,
+                "message": message,
+                "lastTransitionTime": now,
+            }
+
+        content = ", ".join(
+            f"{plural} has {n} resource instances" for plural, n in remaining.items()
+        )
+        held = ", ".join(f"{f} in {n} resource instances" for f, n in finalizers.items())
+        conditions = [
+            condition(
+                "NamespaceDeletionDiscoveryFailure", "False", "ResourcesDiscovered",
+                "All resources successfully discovered",
+            ),
+            condition(
+                "NamespaceDeletionGroupVersionParsingFailure", "False", "ParsedGroupVersions",
+                "All legacy kube types successfully parsed",
+            ),
+            condition(
+                "NamespaceDeletionContentFailure", "False", "ContentDeleted",
+                "All content successfully deleted, may be waiting on finalization",
+            ),
+            condition(
+                "NamespaceContentRemaining", "True", "SomeResourcesRemain",
+                f"Some resources are remaining: {content}",
+            ),
+        ]  # fmt: skip
+        if finalizers:
+            conditions.append(
+                condition(
+                    "NamespaceFinalizersRemaining", "True", "SomeFinalizersRemain",
+                    f"Some content in the namespace has finalizers remaining: {held}",
+                )
+            )  # fmt: skip
+        namespace = self.store.get(namespaces, "", name)
+        if namespace is None:
+            return
+        old = [
+            (c.get("type"), c.get("message")) for c in namespace["status"].get("conditions") or []
+        ]
+        if old == [(c["type"], c["message"]) for c in conditions]:
+            return
+        namespace["status"]["conditions"] = conditions
+        self.store.api_update(namespaces, "", name, namespace, subresource="status")
+
     def _process_namespace(self, name: str) -> None:
         """The namespace controller: empty a terminating namespace, then finalize it."""
         namespaces = self.store.registry.lookup("namespaces")
         namespace = self.store.get(namespaces, "", name)
         if namespace is None or not namespace["metadata"].get("deletionTimestamp"):
             return
-        remaining = 0
+        remaining: dict[str, int] = {}
+        finalizers: dict[str, int] = {}
         for info in self.store.registry.resources:
             if not info.namespaced or info.storage:  # views share their storage's objects
                 continue
             for (_, obj_name), stored in list(self.store.iter_stored(info, name)):
-                remaining += 1
+                remaining[info.plural] = remaining.get(info.plural, 0) + 1
+                for finalizer in stored.obj["metadata"].get("finalizers") or ():
+                    finalizers[finalizer] = finalizers.get(finalizer, 0) + 1
                 if not stored.obj["metadata"].get("deletionTimestamp"):
                     self.store.api_delete(info, name, obj_name, propagation_policy="Background")
         if remaining:
+            self._report_remaining(namespaces, name, remaining, finalizers)
             return
         spec_finalizers = (namespace.get("spec") or {}).get("finalizers") or []
         if NAMESPACE_FINALIZER in spec_finalizers:

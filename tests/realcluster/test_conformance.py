@@ -80,6 +80,17 @@ def eps(generate: str = "web-", **overrides: Any) -> dict[str, Any]:
     return body
 
 
+HOLD = "test.endpointslice-operator.io/hold"
+
+
+def terminating_condition(body: Any) -> bool:
+    """The namespace controller has looked at it (v1.24 sets these conditions)."""
+    conditions = (
+        (body.get("status") or {}).get("conditions") or [] if isinstance(body, dict) else []
+    )
+    return any(c.get("type") == "NamespaceContentRemaining" for c in conditions)
+
+
 NSP = "/api/v1/namespaces/{ns}"
 SLICES = "/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
@@ -341,9 +352,61 @@ def steps() -> list[Step]:
         Step(
             "lease put no rv", "PUT", f"{LEASES}/conf", LEASE, facts=fields("spec.holderIdentity")
         ),
-        # garbage collection of an owned slice, and a deleted namespace
         Step("svc delete", "DELETE", f"{NSP}/services/web", facts=fields("kind")),
         Step("svc deleted", "GET", f"{NSP}/services/web"),
+        # a namespace being deleted: Terminating while something holds it, creates refused
+        Step(
+            "ns2 create",
+            "POST",
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "{ns}-t"}},
+            facts=fields("status.phase"),
+        ),
+        Step(
+            "ns2 held pod",
+            "POST",
+            "/api/v1/namespaces/{ns}-t/pods",
+            pod("held", finalizers=[HOLD]),
+            facts=kind_and_name,
+        ),
+        Step("ns2 delete", "DELETE", "/api/v1/namespaces/{ns}-t", facts=fields("status.phase")),
+        Step(
+            "ns2 terminating",
+            "GET",
+            "/api/v1/namespaces/{ns}-t",
+            retry_until=lambda code, body: terminating_condition(body),
+            facts=lambda b: (b["status"]["phase"], terminating_condition(b)),
+        ),
+        Step("ns2 create inside", "POST", "/api/v1/namespaces/{ns}-t/services", service("late")),
+        Step(
+            "ns2 pod terminating",
+            "GET",
+            "/api/v1/namespaces/{ns}-t/pods/held",
+            retry_until=lambda code, body: bool(
+                (body.get("metadata") or {}).get("deletionTimestamp")
+            ),
+            facts=lambda b: bool(b["metadata"].get("deletionTimestamp")),
+        ),
+        Step(
+            "ns2 release",
+            "PATCH",
+            "/api/v1/namespaces/{ns}-t/pods/held",
+            {"metadata": {"finalizers": None}},
+            content_type=MERGE,
+        ),
+        # No kubelet confirms the graceful deletion on the real server: force it.
+        Step(
+            "ns2 force pod",
+            "DELETE",
+            "/api/v1/namespaces/{ns}-t/pods/held",
+            {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0},
+        ),
+        Step(
+            "ns2 gone",
+            "GET",
+            "/api/v1/namespaces/{ns}-t",
+            retry_until=lambda code, body: code == 404,
+        ),
     ]
     return s
 
