@@ -20,7 +20,9 @@ from pathlib import Path
 import pytest
 
 from endpointslice_operator.testing.controlplane import ControlPlane, missing_assets
+from tests.realcluster import objects
 from tests.realcluster.kube import Kube
+from tests.realcluster.operator_process import OperatorProcess, running
 
 SKIP_REASON = (
     "realcluster: set KUBEBUILDER_ASSETS to a directory with etcd and kube-apiserver "
@@ -107,3 +109,13 @@ async def ns(kube: Kube, request: pytest.FixtureRequest) -> AsyncIterator[str]:
 @pytest.fixture
 def log_dir(tmp_path: Path) -> Path:
     return tmp_path
+
+
+@pytest.fixture
+async def operator(kube: Kube, ns: str, log_dir: Path) -> AsyncIterator[OperatorProcess]:
+    """Nodes ``node-a`` (zone-a) and ``node-b`` (zone-b), and the operator as a process
+    watching only the test's namespace."""
+    await objects.node(kube, "node-a", "zone-a")
+    await objects.node(kube, "node-b", "zone-b")
+    async with running(kube.kubeconfig, log_dir / "operator.log", "--namespace", ns) as op:
+        yield op

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.e2e.harness import pod_body
 from tests.realcluster.kube import JSON, Kube
 
 ENABLED = "endpointslice-operator.io/enabled"
@@ -77,19 +78,7 @@ async def service(kube: Kube, ns: str, name: str, **kwargs: Any) -> JSON:
 
 
 def pod_status(ip: str | list[str], *, ready: bool = True, transition: str = TRANSITION) -> JSON:
-    ips = [ip] if isinstance(ip, str) else ip
-    return {
-        "phase": "Running",
-        "podIP": ips[0],
-        "podIPs": [{"ip": i} for i in ips],
-        "conditions": [
-            {
-                "type": "Ready",
-                "status": "True" if ready else "False",
-                "lastTransitionTime": transition,
-            }
-        ],
-    }
+    return pod_body("status", ip, ready=ready, ready_time=transition)["status"]  # type: ignore[no-any-return]
 
 
 async def pod(
@@ -104,30 +93,22 @@ async def pod(
     container_ports: list[JSON] | None = None,
     **spec: Any,
 ) -> JSON:
-    pod_spec: JSON = {
-        "containers": [
-            {
-                "name": "main",
-                "image": "example/app:1",
-                "ports": container_ports
-                if container_ports is not None
-                else [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
-            }
-        ],
-        **spec,
-    }
-    if node_name is not None:
-        pod_spec["nodeName"] = node_name
-    await kube.create(
-        f"/api/v1/namespaces/{ns}/pods",
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "labels": dict(labels or {"app": "web"})},
-            "spec": pod_spec,
-        },
+    """The e2e harness's pod, created without status (the server would drop it), then given
+    its status as a kubelet would."""
+    body = pod_body(
+        name,
+        ip,
+        labels=labels,
+        ready=ready,
+        node_name=node_name,
+        container_ports=container_ports,
+        namespace=ns,
+        ready_time=TRANSITION,
     )
-    return await set_status(kube, ns, name, pod_status(ip, ready=ready))
+    status = body.pop("status")
+    body["spec"].update(spec)
+    await kube.create(f"/api/v1/namespaces/{ns}/pods", body)
+    return await set_status(kube, ns, name, status)
 
 
 async def set_status(kube: Kube, ns: str, name: str, status: JSON) -> JSON:

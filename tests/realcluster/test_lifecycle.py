@@ -3,7 +3,6 @@ graceful deletion, foreign slices, opt-out, restart."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +22,6 @@ from tests.realcluster.kube import (
 from tests.realcluster.operator_process import OperatorProcess, running
 
 pytestmark = pytest.mark.realcluster
-
-
-@pytest.fixture
-async def operator(kube: Kube, ns: str, log_dir: Path) -> AsyncIterator[OperatorProcess]:
-    await o.node(kube, "node-a", "zone-a")
-    async with running(kube.kubeconfig, log_dir / "operator.log", "--namespace", ns) as op:
-        yield op
 
 
 async def test_opt_in_by_annotation_publishes_the_pods(

@@ -5,15 +5,12 @@ or the twin construction itself makes a difference, the test names it and checks
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
 from tests.realcluster import objects as o
 from tests.realcluster.conftest import Cluster
 from tests.realcluster.kube import Kube, eventually
-from tests.realcluster.operator_process import OperatorProcess, running
+from tests.realcluster.operator_process import OperatorProcess
 from tests.realcluster.parity import Twins
 
 pytestmark = pytest.mark.realcluster
@@ -21,16 +18,10 @@ pytestmark = pytest.mark.realcluster
 FORCE = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
 
 
-@pytest.fixture
-async def operator(
-    cluster: Cluster, kube: Kube, ns: str, log_dir: Path
-) -> AsyncIterator[OperatorProcess]:
+@pytest.fixture(autouse=True)
+def needs_kcm(cluster: Cluster) -> None:
     if not cluster.has_kcm:
         pytest.skip("parity needs kube-controller-manager")
-    await o.node(kube, "node-a", "zone-a")
-    await o.node(kube, "node-b", "zone-b")
-    async with running(kube.kubeconfig, log_dir / "operator.log", "--namespace", ns) as op:
-        yield op
 
 
 async def test_arrivals_one_at_a_time_flips_and_deletions(
