@@ -39,6 +39,8 @@ class Step:
     """For watches: read the stream this long (or to its end) and report the event types."""
     retry_until: Callable[[int, Any], bool] | None = None
     """Repeat the request (up to 30 s) until this holds: for what controllers do eventually."""
+    save_uid: str = ""
+    """Keep the answered object's uid under this name; later bodies say ``{uid:<name>}``."""
 
 
 @dataclass
@@ -88,7 +90,7 @@ async def _watch(kube: Kube, step: Step, url: str) -> Result:
         return Result(200, "", (), {"events": types, "error": error})
 
 
-async def run_step(kube: Kube, step: Step, ns: str) -> Result:
+async def run_step(kube: Kube, step: Step, ns: str, saved: dict[str, str] | None = None) -> Result:
     path = step.path.format(ns=ns)
     url = kube.base + path
     if step.watch_seconds:
@@ -97,6 +99,8 @@ async def run_step(kube: Kube, step: Step, ns: str) -> Result:
     deadline = loop.time() + 30
     while True:
         data = None if step.body is None else json.dumps(step.body).replace("{ns}", ns)
+        for key, uid in (saved or {}).items():
+            data = None if data is None else data.replace(f"{{uid:{key}}}", uid)
         headers = {"Accept": step.accept}
         if data is not None:
             headers["Content-Type"] = step.content_type
@@ -113,12 +117,15 @@ async def run_step(kube: Kube, step: Step, ns: str) -> Result:
             break
         await asyncio.sleep(0.2)
     reason, causes = _status_parts(body)
+    if step.save_uid and saved is not None and isinstance(body, dict):
+        saved[step.save_uid] = str((body.get("metadata") or {}).get("uid", ""))
     facts = step.facts(body) if step.facts is not None and 200 <= status < 300 else None
     return Result(status, reason, causes, facts)
 
 
 async def run_script(kube: Kube, steps: list[Step], ns: str) -> list[Result]:
-    return [await run_step(kube, step, ns) for step in steps]
+    saved: dict[str, str] = {}
+    return [await run_step(kube, step, ns, saved) for step in steps]
 
 
 # -- fact extractors ---------------------------------------------------------------------------

@@ -115,6 +115,29 @@ EVENT = {
 }
 
 
+def owned_pair(prefix: str) -> list[Step]:
+    """A Service and an EndpointSlice owned by it (controller reference, as the operator's)."""
+    owned = eps()
+    owned["metadata"] = {
+        "name": f"{prefix}-owned",
+        "ownerReferences": [
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "name": f"{prefix}-owner",
+                "uid": f"{{uid:{prefix}}}",
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
+    }
+    return [
+        Step(f"{prefix} owner create", "POST", f"{NSP}/services", service(f"{prefix}-owner"),
+             save_uid=prefix, facts=kind_and_name),
+        Step(f"{prefix} dependent create", "POST", SLICES, owned, facts=kind_and_name),
+    ]  # fmt: skip
+
+
 def steps() -> list[Step]:
     s: list[Step] = [
         # discovery, as kubectl and kubernetes-asyncio ask it
@@ -351,6 +374,36 @@ def steps() -> list[Step]:
         ),
         Step(
             "lease put no rv", "PUT", f"{LEASES}/conf", LEASE, facts=fields("spec.holderIdentity")
+        ),
+        Step(
+            "watch future rv",
+            "GET",
+            SLICES,
+            params={"watch": "true", "resourceVersion": "99999999", "timeoutSeconds": "1"},
+            watch_seconds=3,
+        ),
+        # garbage collection of owned objects: background (the default) and orphan
+        *owned_pair("gc"),
+        Step("gc owner delete", "DELETE", f"{NSP}/services/gc-owner", facts=fields("kind")),
+        Step(
+            "gc dependent gone",
+            "GET",
+            f"{SLICES}/gc-owned",
+            retry_until=lambda code, body: code == 404,
+        ),
+        *owned_pair("orphan"),
+        Step(
+            "orphan owner delete",
+            "DELETE",
+            f"{NSP}/services/orphan-owner",
+            {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Orphan"},
+        ),
+        Step(
+            "orphan dependent kept",
+            "GET",
+            f"{SLICES}/orphan-owned",
+            retry_until=lambda code, body: not (body.get("metadata") or {}).get("ownerReferences"),
+            facts=fields("metadata.ownerReferences", "metadata.finalizers"),
         ),
         Step("svc delete", "DELETE", f"{NSP}/services/web", facts=fields("kind")),
         Step("svc deleted", "GET", f"{NSP}/services/web"),
