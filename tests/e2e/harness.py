@@ -112,8 +112,7 @@ def node(
     )
 
 
-def service(
-    emu: Emulator,
+def service_body(
     name: str,
     *,
     selector: dict[str, str] | None = None,
@@ -121,21 +120,25 @@ def service(
     labels: dict[str, str] | None = None,
     ports: list[dict[str, Any]] | None = None,
     opt_in: bool = True,
-    namespace: str = NS,
+    namespace: str | None = NS,
     **spec: Any,
 ) -> dict[str, Any]:
+    """A Service (opted in by annotation unless ``opt_in`` is false); ``namespace=None`` leaves
+    it to the request path."""
     meta_annotations = dict(annotations or {})
     if opt_in:
         meta_annotations.setdefault(ENABLED, "true")
+    metadata: dict[str, Any] = {
+        "name": name,
+        "annotations": meta_annotations,
+        "labels": dict(labels or {}),
+    }
+    if namespace is not None:
+        metadata["namespace"] = namespace
     body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "annotations": meta_annotations,
-            "labels": dict(labels or {}),
-        },
+        "metadata": metadata,
         "spec": {
             "ports": ports
             if ports is not None
@@ -145,7 +148,11 @@ def service(
     }
     if selector is not None:
         body["spec"]["selector"] = selector
-    return emu.store.create(body)
+    return body
+
+
+def service(emu: Emulator, name: str, **kwargs: Any) -> dict[str, Any]:
+    return emu.store.create(service_body(name, **kwargs))
 
 
 def pod_body(

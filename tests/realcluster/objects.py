@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.e2e.harness import pod_body
+from tests.e2e.harness import pod_body, service_body
 from tests.realcluster.kube import JSON, Kube
 
 ENABLED = "endpointslice-operator.io/enabled"
@@ -44,37 +44,9 @@ async def node(kube: Kube, name: str, zone: str | None = "zone-a", *, cpu: str =
     )
 
 
-def service_body(
-    name: str,
-    *,
-    selector: dict[str, str] | None = None,
-    annotations: dict[str, str] | None = None,
-    labels: dict[str, str] | None = None,
-    ports: list[JSON] | None = None,
-    opt_in: bool = True,
-    **spec: Any,
-) -> JSON:
-    meta_annotations = dict(annotations or {})
-    if opt_in:
-        meta_annotations.setdefault(ENABLED, "true")
-    body: JSON = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "annotations": meta_annotations, "labels": dict(labels or {})},
-        "spec": {
-            "ports": ports
-            if ports is not None
-            else [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}],
-            **spec,
-        },
-    }
-    if selector is not None:
-        body["spec"]["selector"] = selector
-    return body
-
-
 async def service(kube: Kube, ns: str, name: str, **kwargs: Any) -> JSON:
-    return await kube.create(f"/api/v1/namespaces/{ns}/services", service_body(name, **kwargs))
+    body = service_body(name, namespace=None, **kwargs)
+    return await kube.create(f"/api/v1/namespaces/{ns}/services", body)
 
 
 def pod_status(ip: str | list[str], *, ready: bool = True, transition: str = TRANSITION) -> JSON:
