@@ -42,15 +42,37 @@ Run 'endpointslice-operator <command> --help' for a command's options.
 """
 
 
+VERSION_USAGE = """usage: endpointslice-operator version
+
+Print the version of endpointslice-operator and exit.
+"""
+
+
+def _version(rest: list[str]) -> int:
+    if any(arg in {"-h", "--help"} for arg in rest):
+        sys.stdout.write(VERSION_USAGE)
+        return 0
+    if rest:
+        sys.stderr.write(
+            f"endpointslice-operator version: unexpected argument {rest[0]!r}\n\n{VERSION_USAGE}"
+        )
+        return 2
+    sys.stdout.write(f"endpointslice-operator {__version__}\n")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in {"-h", "--help", "help"}:
+    if not args:
+        # A bare command is a usage error, as with kubectl-style tools: help on stderr, exit 2.
+        sys.stderr.write(USAGE)
+        return 2
+    if args[0] in {"-h", "--help", "help"}:
         sys.stdout.write(USAGE)
         return 0
     command, rest = args[0], args[1:]
     if command in {"version", "--version"}:
-        sys.stdout.write(f"endpointslice-operator {__version__}\n")
-        return 0
+        return _version(rest)
     if command not in COMMANDS:
         sys.stderr.write(f"endpointslice-operator: unknown command {command!r}\n\n{USAGE}")
         return 2

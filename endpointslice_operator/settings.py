@@ -59,7 +59,8 @@ _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m":
 
 
 class SettingsError(ValueError):
-    """An invalid setting; ``str()`` is one line naming the setting, its flag and variable."""
+    """Invalid settings; ``str()`` has one line per invalid setting, naming the setting, its flag
+    and its variable."""
 
 
 def parse_duration(value: object) -> float:
@@ -525,7 +526,12 @@ _PLAIN_MESSAGES = {
 
 
 def _describe_error(exc: ValidationError) -> SettingsError:
-    error = exc.errors(include_url=False)[0]
+    """Every invalid setting, one line each (all of them, not just the first)."""
+    lines = [_describe_one(error) for error in exc.errors(include_url=False)]
+    return SettingsError("\n".join(dict.fromkeys(lines)))
+
+
+def _describe_one(error: Any) -> str:
     loc = error.get("loc") or ("?",)
     field = str(loc[0])
     spec = _SPECS.get(field)
@@ -541,7 +547,7 @@ def _describe_error(exc: ValidationError) -> SettingsError:
         message = f"must be one of {expected}, got {error.get('input')!r}"
     elif "input" in error:
         message = f"{message[:1].lower()}{message[1:]}, got {error['input']!r}"
-    return SettingsError(f"invalid setting {field} ({where}): {message}")
+    return f"invalid setting {field} ({where}): {message}"
 
 
 def load_settings(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> Settings:

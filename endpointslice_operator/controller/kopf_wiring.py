@@ -22,7 +22,14 @@ from kubernetes_asyncio.client import Configuration
 
 from endpointslice_operator.settings import Settings
 
-__all__ = ["connection_info", "kopf_settings", "load_client_configuration", "run_kopf"]
+__all__ = [
+    "NoClusterError",
+    "connection_info",
+    "find_cluster",
+    "kopf_settings",
+    "load_client_configuration",
+    "run_kopf",
+]
 
 WATCH_SERVER_TIMEOUT = 300
 """Ask the API server to end each watch after this long (Kopf then re-lists/re-watches).
@@ -35,6 +42,31 @@ WATCH_CLIENT_TIMEOUT = WATCH_SERVER_TIMEOUT + 60.0
 WATCH_CONNECT_TIMEOUT = 30.0
 KOPF_WORKER_IDLE_TIMEOUT = 0.2
 KOPF_WORKER_LIMIT = 5000
+
+
+class NoClusterError(RuntimeError):
+    """No ``--kubeconfig``, not in a Pod, and no default kubeconfig file: one clear line."""
+
+
+def find_cluster(settings: Settings, environ: Mapping[str, str] | None = None) -> str:
+    """Where the credentials will come from (``--kubeconfig PATH``, ``in-cluster`` or the default
+    kubeconfig's path), or :class:`NoClusterError` naming every place that was looked at."""
+    env = os.environ if environ is None else environ
+    if settings.kubeconfig is not None:
+        return str(settings.kubeconfig)
+    if env.get("KUBERNETES_SERVICE_HOST"):
+        return "in-cluster"
+    paths = [p for p in env.get("KUBECONFIG", "").split(os.pathsep) if p]
+    if not paths:
+        paths = [os.path.expanduser("~/.kube/config")]
+    existing = [p for p in paths if os.path.isfile(p)]
+    if existing:
+        return os.pathsep.join(existing)
+    raise NoClusterError(
+        "no cluster configured: no --kubeconfig, not running in a Pod "
+        f"($KUBERNETES_SERVICE_HOST unset) and no kubeconfig at {os.pathsep.join(paths)}; "
+        "try 'endpointslice-operator demo' to see it work without a cluster"
+    )
 
 
 async def load_client_configuration(settings: Settings) -> Configuration:

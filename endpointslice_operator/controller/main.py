@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 from kubernetes_asyncio.config import ConfigException
 
+from endpointslice_operator import __version__
+from endpointslice_operator.controller.kopf_wiring import NoClusterError, find_cluster
 from endpointslice_operator.controller.operator import Operator
 from endpointslice_operator.logging_setup import configure_logging
 from endpointslice_operator.settings import Settings, SettingsError, load_settings
@@ -34,10 +36,20 @@ def main(argv: Sequence[str]) -> int:
     try:
         settings = load_settings(list(argv), os.environ)
     except SettingsError as exc:
-        sys.stderr.write(f"endpointslice-operator run: {exc}\n")
+        for line in str(exc).splitlines():
+            sys.stderr.write(f"endpointslice-operator run: {line}\n")
         return 2
+    try:
+        source = find_cluster(settings)
+    except NoClusterError as exc:
+        sys.stderr.write(f"endpointslice-operator run: {exc}\n")
+        return 1
     configure_logging(settings.log_format, settings.log_level)
-    log.info("starting, managing Services for %s", settings.managed_by)
+    log.info(
+        "starting, managing Services for %s",
+        settings.managed_by,
+        extra={"credentials": source, "version": __version__},
+    )
     try:
         asyncio.run(_run(settings))
     except KeyboardInterrupt:

@@ -59,6 +59,9 @@ class Decision:
     selector: Selector | None = None
     source: SelectorSource | None = None
     error: str | None = None
+    ignored_annotation: bool = False
+    """The Service has ``spec.selector`` *and* the selector annotation: the annotation is
+    ignored (the operator says so with a Warning Event)."""
 
     @property
     def managed(self) -> bool:
@@ -105,8 +108,16 @@ def evaluate(
                 source=SelectorSource.SPEC,
                 error="spec.selector is not a map",
             )
+        ignored = selector_annotation in _mapping(
+            _mapping(service.get("metadata")).get("annotations")
+        )
         try:
-            return Decision(Status.MANAGED, from_match_labels(spec_selector), SelectorSource.SPEC)
+            return Decision(
+                Status.MANAGED,
+                from_match_labels(spec_selector),
+                SelectorSource.SPEC,
+                ignored_annotation=ignored,
+            )
         except SelectorError as exc:
             return Decision(Status.INVALID_SELECTOR, source=SelectorSource.SPEC, error=str(exc))
     annotations = _mapping(_mapping(service.get("metadata")).get("annotations"))

@@ -5,14 +5,16 @@ The ``<prefix>/selector`` annotation of a selectorless Service uses the same syn
 
 * ``key=value``, ``key==value``, ``key!=value`` (equality based);
 * ``key in (v1, v2)``, ``key notin (v1, v2)`` (set based);
-* ``key`` (the label exists) and ``!key`` (it does not).
+* ``key`` (the label exists) and ``!key`` (it does not);
+* ``key>N`` and ``key<N`` (the label's value is an integer greater or less than ``N``).
 
 Keys and values are validated like apimachinery does (qualified names, label values), so a
 selector the API server would refuse is refused here too. ``spec.selector`` maps become
 equality-only selectors through :func:`from_match_labels`.
 
 Matching follows ``labels.Selector.Matches``: ``!=`` and ``notin`` also match when the key is
-absent; every requirement must hold.
+absent; ``>`` and ``<`` match only a present label whose value is a base-10 integer; every
+requirement must hold.
 """
 
 from __future__ import annotations
@@ -49,6 +51,20 @@ class Operator(enum.Enum):
     NOT_IN = "notin"
     EXISTS = "exists"
     DOES_NOT_EXIST = "!"
+    GREATER_THAN = "gt"
+    LESS_THAN = "lt"
+
+
+_INTEGER_RE = re.compile(r"^[+-]?[0-9]+$")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _int64(text: str) -> int | None:
+    """``strconv.ParseInt(text, 10, 64)``: the number, or None when that would fail."""
+    if not _INTEGER_RE.match(text):
+        return None
+    number = int(text)
+    return number if _INT64_MIN <= number <= _INT64_MAX else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +84,12 @@ class Requirement:
         if op in (Operator.EQUALS, Operator.IN):
             value = labels.get(self.key)
             return value is not None and value in self.values
+        if op in (Operator.GREATER_THAN, Operator.LESS_THAN):
+            have = _int64(labels.get(self.key) or "")
+            want = _int64(next(iter(self.values)))
+            if have is None or want is None:
+                return False
+            return have > want if op is Operator.GREATER_THAN else have < want
         value = labels.get(self.key)
         return value is None or value not in self.values
 
@@ -79,6 +101,9 @@ class Requirement:
             return f"!{self.key}"
         if op in (Operator.EQUALS, Operator.NOT_EQUALS):
             return f"{self.key}{op.value}{next(iter(self.values))}"
+        if op in _COMPARISONS.values():
+            symbol = ">" if op is Operator.GREATER_THAN else "<"
+            return f"{self.key}{symbol}{next(iter(self.values))}"
         return f"{self.key} {op.value} ({','.join(sorted(self.values))})"
 
 
@@ -152,8 +177,9 @@ def from_match_labels(match_labels: Mapping[str, str]) -> Selector:
 
 # Lexer: identifiers (keys and values), the operators, parentheses and commas.
 _TOKEN_RE = re.compile(
-    r"\s*(?:(?P<op>==|!=|=|!|\(|\)|,)|(?P<word>[^\s=!(),]+))",
+    r"\s*(?:(?P<op>==|!=|=|!|<|>|\(|\)|,)|(?P<word>[^\s=!<>(),]+))",
 )
+_COMPARISONS = {">": Operator.GREATER_THAN, "<": Operator.LESS_THAN}
 
 
 def _tokens(text: str) -> list[str]:
@@ -187,7 +213,7 @@ class _Parser:
 
     def word(self, what: str) -> str:
         token = self.take()
-        if token in {"=", "==", "!=", "!", "(", ")", ","}:
+        if token in {"=", "==", "!=", "!", "<", ">", "(", ")", ","}:
             raise SelectorError(f"expected {what}, found {token!r} in {self.text!r}")
         return token
 
@@ -220,6 +246,15 @@ class _Parser:
             return Requirement(key, Operator.EQUALS, frozenset((self.value(),)))
         if token == "!=":
             return Requirement(key, Operator.NOT_EQUALS, frozenset((self.value(),)))
+        if token in _COMPARISONS:
+            # apimachinery: exactly one value, and it must parse as an int64
+            number = self.word(f"an integer after {token!r}")
+            validate_value(number)
+            if _int64(number) is None:
+                raise SelectorError(
+                    f"invalid value {number!r} after {key}{token}: must be an integer"
+                )
+            return Requirement(key, _COMPARISONS[token], frozenset((number,)))
         if token in {"in", "notin"}:
             values = self.value_set()
             op = Operator.IN if token == "in" else Operator.NOT_IN

@@ -15,6 +15,8 @@ Deliberate differences from upstream:
 * **ConflictingController.** A Warning Event, once per Service, when kube-controller-manager's
   EndpointSlice controller also publishes slices for a Service we manage (kube-proxy would
   merge both sets).
+* **SelectorAnnotationIgnored.** A Warning Event, once per Service, when a Service has both
+  ``spec.selector`` and the selector annotation: ``spec.selector`` wins.
 * **Malformed input** (a pod IP that does not parse, a Service port without a usable
   targetPort; the API server would normally refuse these) is skipped with a Warning Event
   ``InvalidInput`` and is not retried, since retrying cannot fix it. Pods on a node missing
@@ -48,6 +50,7 @@ log = logging.getLogger(__name__)
 REASON_FAILED_TO_UPDATE = "FailedToUpdateEndpointSlices"
 REASON_INVALID_SELECTOR = "InvalidSelector"
 REASON_CONFLICTING_CONTROLLER = "ConflictingController"
+REASON_SELECTOR_ANNOTATION_IGNORED = "SelectorAnnotationIgnored"
 REASON_INVALID_INPUT = "InvalidInput"
 NODE_NOT_FOUND_SUFFIX = " Not Found"
 """How the reconciler's "skipping Pod ... Node <name> Not Found" errors end."""
@@ -89,7 +92,8 @@ class ServiceSyncer:
         self.tracker = EndpointSliceTracker()
         self.trigger_times = TriggerTimeTracker()
         self.metrics_cache = MetricsCache(config.max_endpoints_per_slice)
-        self._conflicts_reported: set[str] = set()
+        # Warning Events recorded once per Service and leader term: reason -> Service keys.
+        self._reported: dict[str, set[str]] = {}
 
     def start_term(self) -> None:
         """Forget what earlier leader terms wrote, as a freshly started upstream controller would.
@@ -99,7 +103,7 @@ class ServiceSyncer:
         """
         self.tracker = EndpointSliceTracker()
         self.trigger_times = TriggerTimeTracker()
-        self._conflicts_reported.clear()
+        self._reported.clear()
 
     async def sync(self, key: str) -> None:
         """Sync one Service; raises to have the queue retry it."""
@@ -135,6 +139,13 @@ class ServiceSyncer:
             await self._clean_up(entry)
             return
         await self._check_conflict(entry)
+        await self._warn_once(
+            entry,
+            REASON_SELECTOR_ANNOTATION_IGNORED,
+            entry.decision.ignored_annotation,
+            f"The Service has spec.selector, so the annotation "
+            f"{self.indexes.services.selector_annotation} is ignored; remove one of them.",
+        )
         await self._reconcile(entry)
 
     def _forget(self, key: str) -> None:
@@ -146,7 +157,7 @@ class ServiceSyncer:
         self.metrics_cache.delete_service(key)
         if self.topology is not None:
             self.topology.delete_service(key)
-        self._conflicts_reported.discard(key)
+        self._forget_warnings(key)
         self._publish_gauges()
 
     async def _clean_up(self, entry: ServiceEntry) -> None:
@@ -176,24 +187,36 @@ class ServiceSyncer:
         self.metrics_cache.delete_service(entry.key)
         if self.topology is not None:
             self.topology.delete_service(entry.key)
-        self._conflicts_reported.discard(entry.key)
+        self._forget_warnings(entry.key)
         self._publish_gauges()
 
     async def _check_conflict(self, entry: ServiceEntry) -> None:
-        if not (entry.has_spec_selector and self.indexes.slices.has_upstream(entry.key)):
-            self._conflicts_reported.discard(entry.key)
-            return
-        if entry.key in self._conflicts_reported:
-            return
-        self._conflicts_reported.add(entry.key)
-        await self.recorder.record(
-            entry.body,
-            WARNING,
+        await self._warn_once(
+            entry,
             REASON_CONFLICTING_CONTROLLER,
+            entry.has_spec_selector and self.indexes.slices.has_upstream(entry.key),
             "EndpointSlices managed by endpointslice-controller.k8s.io also exist for this "
             "Service; kube-proxy merges both sets. Remove spec.selector and use the selector "
             "annotation instead, or disable kube-controller-manager's EndpointSlice controller.",
         )
+
+    async def _warn_once(
+        self, entry: ServiceEntry, reason: str, condition: bool, message: str
+    ) -> None:
+        """A Warning Event the first time ``condition`` holds for this Service (again after it
+        stopped holding, or in a new leader term)."""
+        reported = self._reported.setdefault(reason, set())
+        if not condition:
+            reported.discard(entry.key)
+            return
+        if entry.key in reported:
+            return
+        reported.add(entry.key)
+        await self.recorder.record(entry.body, WARNING, reason, message)
+
+    def _forget_warnings(self, key: str) -> None:
+        for reported in self._reported.values():
+            reported.discard(key)
 
     async def _reconcile(self, entry: ServiceEntry) -> None:
         selector = entry.decision.selector

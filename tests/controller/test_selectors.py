@@ -36,6 +36,16 @@ from endpointslice_operator.controller.selectors import (
         ("example.com/role=api", {"example.com/role": "api"}, True),
         ("app=", {"app": ""}, True),
         ("app=", {"app": "x"}, False),
+        # gt / lt, as apimachinery's parser: integers only, a missing label never matches
+        ("app>1", {"app": "2"}, True),
+        ("app>1", {"app": "1"}, False),
+        ("app > 1", {"app": "10"}, True),
+        ("app<10", {"app": "9"}, True),
+        ("app<10", {"app": "10"}, False),
+        ("app>1", {}, False),
+        ("app>1", {"app": "two"}, False),
+        ("app<1", {"app": "0x0"}, False),
+        ("gen>1,app=web", {"app": "web", "gen": "3"}, True),
     ],
 )
 def test_matches(text: str, labels: dict[str, str], expected: bool) -> None:
@@ -62,6 +72,12 @@ def test_matches(text: str, labels: dict[str, str], expected: bool) -> None:
         "app=" + "v" * 64,
         "!",
         "app=(x)",
+        "app>",
+        "app>x",
+        "app>1.5",
+        "app<99999999999999999999",
+        "app>(1)",
+        ">1",
     ],
 )
 def test_refuses_invalid(text: str) -> None:
@@ -73,6 +89,17 @@ def test_string_form_is_canonical() -> None:
     selector = parse_selector("z in (b, a),app=web,!old")
     assert str(selector) == "app=web,!old,z in (a,b)"
     assert parse_selector(str(selector)) == selector
+
+
+def test_comparisons_have_a_canonical_string_form() -> None:
+    selector = parse_selector("b < 5, a > 1")
+    assert [r.operator for r in selector.requirements] == [
+        Operator.GREATER_THAN,
+        Operator.LESS_THAN,
+    ]
+    assert str(selector) == "a>1,b<5"
+    assert parse_selector(str(selector)) == selector
+    assert list(selector.anchors()) == []
 
 
 def test_anchors_prefer_equality_then_in_then_exists() -> None:

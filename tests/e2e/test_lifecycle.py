@@ -118,6 +118,25 @@ async def test_foreign_slices_are_untouched_and_conflicts_reported_once() -> Non
                 assert now["metadata"]["resourceVersion"] == original["metadata"]["resourceVersion"]
 
 
+async def test_selector_annotation_beside_spec_selector_is_reported_once() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        service(emu, "web", selector={"app": "web"}, annotations={SELECTOR: "app=other"})
+        pod(emu, "web-0", "10.1.0.1")
+        pod(emu, "other-0", "10.1.0.9", labels={"app": "other"})
+        async with running_operator(emu) as op:
+            # spec.selector wins
+            await eventually(lambda: addresses(emu, "web") == {"10.1.0.1"})
+            await eventually(lambda: len(events(emu, "SelectorAnnotationIgnored")) == 1)
+            pod(emu, "web-1", "10.1.0.2")
+            await eventually(lambda: addresses(emu, "web") == {"10.1.0.1", "10.1.0.2"})
+            await settle(op)
+            (event,) = events(emu, "SelectorAnnotationIgnored")
+            assert event["type"] == "Warning"
+            assert event["involvedObject"]["name"] == "web"
+            assert SELECTOR in event["message"]
+
+
 async def test_invalid_selector_gets_an_event_and_no_writes() -> None:
     async with run_emulator() as emu:
         cluster(emu)
