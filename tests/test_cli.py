@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from endpointslice_operator import __version__
@@ -50,17 +48,3 @@ def test_run_reports_every_invalid_setting(capsys: pytest.CaptureFixture[str]) -
     assert len(lines) == 3
     assert all(line.startswith("endpointslice-operator run: invalid setting ") for line in lines)
     assert {line.split()[4] for line in lines} == {"workers", "max_endpoints_per_slice", "qps"}
-
-
-def test_run_without_a_cluster_says_so_in_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # No --kubeconfig, no $KUBERNETES_SERVICE_HOST, and $KUBECONFIG names a missing file.
-    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
-    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    assert main(["run", "--metrics-port", "0"]) == 1
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1
-    assert err.startswith("endpointslice-operator run: no cluster configured: ")
-    assert str(tmp_path / "missing") in err
-    assert "endpointslice-operator demo" in err

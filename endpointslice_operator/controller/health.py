@@ -12,14 +12,19 @@ Only counts and durations leave the process; no object names or contents are ser
 from __future__ import annotations
 
 import logging
+import os
 
 from aiohttp import web
 
 from endpointslice_operator.metrics import CONTENT_TYPE, OperatorMetrics
 
-__all__ = ["HealthServer"]
+__all__ = ["HealthServer", "ListenError"]
 
 logger = logging.getLogger(__name__)
+
+
+class ListenError(RuntimeError):
+    """The metrics port cannot be listened on (taken, or not allowed); one line naming it."""
 
 
 class HealthServer:
@@ -82,6 +87,13 @@ class HealthServer:
         try:
             site = web.TCPSite(runner, self.host, self._requested_port)
             await site.start()
+        except OSError as exc:
+            await runner.cleanup()
+            reason = (os.strerror(exc.errno) if exc.errno else str(exc)).lower()
+            raise ListenError(
+                f"cannot listen on {self.host}:{self._requested_port} "
+                f"(--metrics-host / --metrics-port): {reason}"
+            ) from exc
         except BaseException:
             await runner.cleanup()
             raise

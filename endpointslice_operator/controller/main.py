@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from kubernetes_asyncio.config import ConfigException
 
 from endpointslice_operator import __version__
+from endpointslice_operator.controller.health import ListenError
 from endpointslice_operator.controller.kopf_wiring import NoClusterError, find_cluster
 from endpointslice_operator.controller.operator import Operator
 from endpointslice_operator.logging_setup import configure_logging
@@ -54,6 +55,9 @@ def main(argv: Sequence[str]) -> int:
         asyncio.run(_run(settings))
     except KeyboardInterrupt:
         pass
+    except ListenError as exc:
+        log.error("%s", exc)
+        return 2
     except ConfigException as exc:
         log.error(
             "cannot configure the Kubernetes client (--kubeconfig, in-cluster, ~/.kube): %s", exc

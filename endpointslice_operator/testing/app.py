@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from aiohttp import web
 
-from endpointslice_operator.testing import eventsview, protobuf, resources, tables
+from endpointslice_operator.testing import eventsview, protobuf, resources, scale, tables
 from endpointslice_operator.testing.errors import ApiError, Cause, bad_request, expired
 from endpointslice_operator.testing.faults import FaultInjector
+from endpointslice_operator.testing.patch import apply_patch
 from endpointslice_operator.testing.query import int_param
 from endpointslice_operator.testing.requestlog import RequestLog, RequestRecord
 from endpointslice_operator.testing.resources import ResourceInfo
@@ -80,6 +81,16 @@ class Target:
     namespace: str | None
     name: str
     subresource: str
+
+
+def openapi_v2_json() -> JSON:
+    """The OpenAPI v2 document in JSON: no paths and no definitions (see ``_discovery``)."""
+    return {
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": resources.VERSION_INFO["gitVersion"]},
+        "paths": {},
+        "definitions": {},
+    }
 
 
 def json_response(
@@ -207,7 +218,18 @@ class ApiApp:
             return web.Response(text="ok", content_type="text/plain")
         if n == 1 and head == "version":
             return json_response(resources.VERSION_INFO)
+        if n == 2 and head == "openapi" and parts[1] == "v2":
+            # kubectl's client-side validation needs a document (protobuf, or JSON on request);
+            # an empty one makes it skip schema checks for every kind, as for unknown kinds.
+            accept = request.headers.get("Accept", "")
+            if "protobuf" in accept:
+                return web.Response(
+                    body=protobuf.openapi_v2_document(resources.VERSION_INFO["gitVersion"]),
+                    content_type=protobuf.OPENAPI_V2_MEDIA_TYPE,
+                )
+            return json_response(openapi_v2_json())
         if head == "openapi" or head == "swagger.json":
+            # No OpenAPI v3 (as kube-apiserver before 1.23): kubectl falls back to v2.
             raise ApiError(404, "the server could not find the requested resource")
         if head == "api":
             if n == 1:
@@ -278,6 +300,8 @@ class ApiApp:
         info, ns, name = target.info, target.namespace, target.name
         query = request.query
         dry_run = "All" in query.getall("dryRun", [])
+        if target.subresource == "scale":
+            return await self._scale(verb, request, target, dry_run)
         if verb == "get":
             raw = self.store.stored(info, ns, name).raw
             table_version = tables.wants_table(request.headers.get("Accept", ""))
@@ -326,6 +350,26 @@ class ApiApp:
             result = self.store.api_delete(info, ns, name, **options)
             return self._deleted_response(info, result)
         raise ApiError(405, "the server does not allow this method on the requested resource")
+
+    async def _scale(
+        self, verb: str, request: web.Request, target: Target, dry_run: bool
+    ) -> web.Response:
+        """GET, PUT or PATCH of ``.../NAME/scale`` (an autoscaling/v1 Scale)."""
+        info, ns, name = target.info, target.namespace, target.name
+        current = json.loads(self.store.stored(info, ns, name).raw)
+        if verb == "get":
+            return json_response(scale.to_scale(current))
+        if verb == "update":
+            wanted = await self._body(request)
+        elif verb == "patch":
+            patch = await self._body(request, any_json=True)
+            content_type = request.headers.get("Content-Type", "")
+            wanted = apply_patch(scale.to_scale(current), patch, content_type)
+        else:
+            raise ApiError(405, "the server does not allow this method on the requested resource")
+        updated = scale.scaled(info, current, wanted)
+        result = self.store.api_update(info, ns, name, updated, dry_run=dry_run)
+        return json_response(scale.to_scale(json.loads(result.raw)))
 
     def _exists(self, info: ResourceInfo, ns: str | None, name: str) -> bool:
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from endpointslice_operator.testing.faults import (
     DEFAULT_FAULT_VERBS,
     FaultConfig,
 )
+from endpointslice_operator.testing.kubelet import DEFAULT_START_DELAY
 from endpointslice_operator.testing.seed import load_manifests
 from endpointslice_operator.testing.server import DEFAULT_BOOKMARK_INTERVAL, Emulator
 from endpointslice_operator.testing.store import DEFAULT_HISTORY_SIZE
@@ -67,6 +69,24 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="create the objects of a YAML/JSON manifest first (repeatable; `kubectl get -o yaml` "
         "output works: server-set metadata is dropped, statuses are kept)",
+    )
+    cluster = parser.add_argument_group("simulated cluster")
+    cluster.add_argument(
+        "--nodes",
+        metavar="N",
+        type=int,
+        default=0,
+        help="create N Ready Nodes in zones zone-a/b/c and act as their scheduler and kubelet: "
+        "pods get a node, an IP and Running/Ready status (default: 0, pods keep the status "
+        "they are given)",
+    )
+    cluster.add_argument(
+        "--pod-start-delay",
+        metavar="SECONDS",
+        type=_seconds,
+        default=DEFAULT_START_DELAY,
+        help="with --nodes: seconds from a pod's scheduling to Running and Ready "
+        "(default: %(default)s)",
     )
     faults = parser.add_argument_group("fault injection")
     faults.add_argument(
@@ -153,6 +173,8 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
         kubeconfig_path=args.kubeconfig,
         history_size=args.history_size,
         bookmark_interval=args.bookmark_interval,
+        nodes=args.nodes,
+        pod_start_delay=args.pod_start_delay,
     )
     for manifest in args.load:
         try:
@@ -166,7 +188,15 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event | None = None) -> 
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    await emulator.start()
+    try:
+        await emulator.start()
+    except OSError as error:
+        reason = (os.strerror(error.errno) if error.errno else str(error)).lower()
+        sys.stderr.write(
+            f"endpointslice-operator emulator: cannot listen on 127.0.0.1:{args.port} "
+            f"(--port): {reason}\n"
+        )
+        return 2
     sys.stdout.write(
         f"Kubernetes API emulator serving {emulator.url}; kubeconfig: {emulator.kubeconfig_path}\n"
     )

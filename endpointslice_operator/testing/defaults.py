@@ -132,7 +132,10 @@ def _default_ip_families(
 
 
 def default_pod(obj: JSON, old: JSON | None) -> None:
-    spec = obj.setdefault("spec", {})
+    default_pod_spec(obj.setdefault("spec", {}))
+
+
+def default_pod_spec(spec: JSON) -> None:
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("dnsPolicy", "ClusterFirst")
@@ -141,6 +144,27 @@ def default_pod(obj: JSON, old: JSON | None) -> None:
     for container in (spec.get("containers") or []) + (spec.get("initContainers") or []):
         for port in container.get("ports") or []:
             port.setdefault("protocol", "TCP")
+
+
+def default_workload(kind: str, obj: JSON) -> None:
+    """apps/v1 Deployment and ReplicaSet defaults (SetDefaults_Deployment / _ReplicaSet)."""
+    spec = obj.setdefault("spec", {})
+    if spec.get("replicas") is None:
+        spec["replicas"] = 1
+    spec.setdefault("revisionHistoryLimit", 10)
+    if kind == "Deployment":
+        strategy = spec.setdefault("strategy", {})
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            rolling = strategy.setdefault("rollingUpdate", {})
+            rolling.setdefault("maxUnavailable", "25%")
+            rolling.setdefault("maxSurge", "25%")
+        spec.setdefault("progressDeadlineSeconds", 600)
+    else:
+        spec.pop("revisionHistoryLimit", None)
+    template = spec.get("template")
+    if isinstance(template, dict):
+        default_pod_spec(template.setdefault("spec", {}))
 
 
 def default_namespace(obj: JSON, old: JSON | None) -> None:

@@ -113,3 +113,26 @@ def decode(raw: bytes) -> JSON:
         return body
     except (ValueError, UnicodeDecodeError) as error:
         raise ApiError(400, f"unable to decode the protobuf body: {error}")
+
+
+OPENAPI_V2_MEDIA_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _length_field(number: int, payload: bytes) -> bytes:
+    return _encode_varint(number << 3 | LENGTH) + _encode_varint(len(payload)) + payload
+
+
+def openapi_v2_document(version: str) -> bytes:
+    """gnostic's ``openapi.v2.Document`` with only ``swagger``, ``info`` and empty ``paths``:
+    what kubectl's ``OpenAPISchema()`` unmarshals before client-side validation."""
+    info = _length_field(1, b"Kubernetes") + _length_field(2, version.encode())
+    return _length_field(1, b"2.0") + _length_field(2, info) + _length_field(8, b"")

@@ -14,6 +14,8 @@ ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "up
 SUBRESOURCE_VERBS = ("get", "patch", "update")
 
 NameRule = Literal["subdomain", "label", "dns1035"]
+#: The ``scale`` subresource speaks autoscaling/v1 Scale, whatever its parent's kind.
+SCALE_KIND = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,8 @@ class ResourceInfo:
                 "singularName": "",
                 "namespaced": self.namespaced,
                 "kind": self.kind,
-                "verbs": list(SUBRESOURCE_VERBS) if sub == "status" else ["update"],
+                "verbs": list(SUBRESOURCE_VERBS) if sub in ("status", "scale") else ["update"],
+                **(SCALE_KIND if sub == "scale" else {}),
             }
             for sub in self.subresources
         ]
@@ -115,6 +118,14 @@ RESOURCES: tuple[ResourceInfo, ...] = (
         "coordination.k8s.io", "v1", "leases", "lease", "Lease", True,
         allow_create_on_update=True,
         unconditional_update=False,
+    ),
+    ResourceInfo(
+        "apps", "v1", "deployments", "deployment", "Deployment", True, ("deploy",), ("all",),
+        subresources=("status", "scale"), reset_status_on_create=True,
+    ),
+    ResourceInfo(
+        "apps", "v1", "replicasets", "replicaset", "ReplicaSet", True, ("rs",), ("all",),
+        subresources=("status", "scale"), reset_status_on_create=True,
     ),
 )  # fmt: skip
 

@@ -8,15 +8,19 @@ import tempfile
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
+from typing import Any
 
 import yaml
 from aiohttp import web
 
 from endpointslice_operator.testing.app import ApiApp
+from endpointslice_operator.testing.control_loop import ControlLoop
 from endpointslice_operator.testing.faults import FaultConfig, FaultInjector
 from endpointslice_operator.testing.gc import Controllers
+from endpointslice_operator.testing.kubelet import DEFAULT_START_DELAY, SimulatedNodes
 from endpointslice_operator.testing.requestlog import DEFAULT_MAX_ENTRIES, RequestLog
 from endpointslice_operator.testing.store import DEFAULT_HISTORY_SIZE, Store
+from endpointslice_operator.testing.workloads import DeploymentController, ReplicaSetController
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 DEFAULT_BOOKMARK_INTERVAL = 60.0  # kube-apiserver sends watch bookmarks about once a minute
@@ -55,6 +59,10 @@ class Emulator:
     last ``request_log_size`` requests), ``faults`` the live fault configuration and
     ``faults_injected`` counts what was injected. ``history_size`` bounds the watch events kept
     per resource for resuming watches; ``bookmark_interval`` spaces watch bookmarks.
+
+    Deployments and ReplicaSets always have their controllers (:mod:`.workloads`). With
+    ``nodes=N`` the emulator also creates N Ready Nodes in zones and is their scheduler and
+    kubelet (:mod:`.kubelet`): pods then start ``pod_start_delay`` seconds after creation.
     """
 
     def __init__(
@@ -69,11 +77,18 @@ class Emulator:
         bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL,
         namespaces: Iterable[str] = DEFAULT_NAMESPACES,
         request_log_size: int = DEFAULT_MAX_ENTRIES,
+        nodes: int = 0,
+        pod_start_delay: float = DEFAULT_START_DELAY,
     ) -> None:
         self.store = Store(seed=seed, history_size=history_size)
         self.requests = RequestLog(request_log_size)
         self.injector = FaultInjector(faults or FaultConfig(), seed)
         self.controllers = Controllers(self.store)
+        self.kubelet: SimulatedNodes | None = None
+        self.loops: list[ControlLoop[Any]] = [
+            ReplicaSetController(self.store),
+            DeploymentController(self.store),
+        ]
         self.host = host
         self.requested_port = port
         self.bookmark_interval = bookmark_interval
@@ -84,6 +99,9 @@ class Emulator:
         for name in namespaces:
             if self.store.get("namespaces", None, name) is None:
                 self.store.create_namespace(name)
+        if nodes:
+            self.kubelet = SimulatedNodes(self.store, nodes, start_delay=pod_start_delay)
+            self.loops.append(self.kubelet)
 
     # -----------------------------------------------------------------------------------------
     # Public properties
@@ -133,7 +151,11 @@ class Emulator:
         )
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.requested_port, reuse_address=True)
-        await site.start()
+        try:
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
         self._runner = runner
         server = site._server
         sockets = getattr(server, "sockets", None) or []
@@ -144,11 +166,15 @@ class Emulator:
             self._kubeconfig_path = Path(name)
         write_kubeconfig(self._kubeconfig_path, self.url)
         await self.controllers.start()
+        for loop in self.loops:
+            await loop.start()
 
     async def stop(self) -> None:
         if self._runner is None:
             return
         self.store.close_watchers()
+        for loop in self.loops:
+            await loop.stop()
         await self.controllers.stop()
         await self._runner.cleanup()
         self._runner = None
@@ -159,8 +185,12 @@ class Emulator:
             self._kubeconfig_path = None
 
     async def wait_idle(self) -> None:
-        """Wait until garbage collection and namespace cleanup have nothing left to do."""
-        await self.controllers.wait_idle()
+        """Wait until garbage collection, namespace cleanup and the other controllers have
+        nothing queued (timers, such as a simulated pod's start, may still be pending)."""
+        for _ in range(2):  # one controller's writes can queue work for another
+            await self.controllers.wait_idle()
+            for loop in self.loops:
+                await loop.wait_idle()
 
     async def __aenter__(self) -> Emulator:
         await self.start()
@@ -179,6 +209,8 @@ async def run_emulator(
     kubeconfig_path: Path | None = None,
     history_size: int = DEFAULT_HISTORY_SIZE,
     bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL,
+    nodes: int = 0,
+    pod_start_delay: float = DEFAULT_START_DELAY,
 ) -> AsyncIterator[Emulator]:
     """Serve the emulator on 127.0.0.1 (a free port when ``port`` is 0) in the current loop."""
     emulator = Emulator(
@@ -188,6 +220,8 @@ async def run_emulator(
         kubeconfig_path=kubeconfig_path,
         history_size=history_size,
         bookmark_interval=bookmark_interval,
+        nodes=nodes,
+        pod_start_delay=pod_start_delay,
     )
     await emulator.start()
     try:

@@ -116,6 +116,8 @@ def apply_defaults(
         defaults.default_endpoint_slice(obj, old)
     elif info.key == "leases.coordination.k8s.io":
         defaults.default_lease(obj, old)
+    elif info.key in ("deployments.apps", "replicasets.apps"):
+        defaults.default_workload(info.kind, obj)
 
 
 def validate(info: ResourceInfo, obj: JSON, old: JSON | None) -> None:
@@ -135,6 +137,13 @@ def validate(info: ResourceInfo, obj: JSON, old: JSON | None) -> None:
         raise invalid(info.kind, info.group, name, causes)
 
 
+#: The status a create starts from (the registry's PrepareForCreate).
+INITIAL_STATUS: dict[str, JSON] = {
+    "pods": {"phase": "Pending"},
+    "services": {"loadBalancer": {}},
+}
+
+
 def prepare_for_create(info: ResourceInfo, obj: JSON, *, keep_status: bool) -> None:
     """Drop what clients may not set on create; a fresh object has generation 1."""
     meta = metadata(obj)
@@ -142,7 +151,7 @@ def prepare_for_create(info: ResourceInfo, obj: JSON, *, keep_status: bool) -> N
         meta.pop(key, None)
     meta["generation"] = 1
     if info.reset_status_on_create and not keep_status:
-        obj["status"] = {"phase": "Pending"} if info.key == "pods" else {"loadBalancer": {}}
+        obj["status"] = INITIAL_STATUS.get(info.key, {})
 
 
 def prepare_for_update(

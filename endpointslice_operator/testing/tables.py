@@ -184,6 +184,17 @@ def _lease_cells(obj: JSON, now: float) -> list[Any]:
     return [(obj.get("spec") or {}).get("holderIdentity", "")]
 
 
+def _deployment_cells(obj: JSON, now: float) -> list[Any]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    ready = f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 0)}"
+    return [ready, status.get("updatedReplicas", 0), status.get("availableReplicas", 0)]
+
+
+def _replica_set_cells(obj: JSON, now: float) -> list[Any]:
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    return [spec.get("replicas", 0), status.get("replicas", 0), status.get("readyReplicas", 0)]
+
+
 def _column(name: str, description: str, kind: str = "string", fmt: str = "") -> JSON:
     return {"name": name, "type": kind, "format": fmt, "description": description, "priority": 0}
 
@@ -227,6 +238,22 @@ PRINTERS: dict[str, tuple[list[JSON], Cells]] = {
             _column("Version", "Kubelet Version reported by the node."),
         ],
         _node_cells,
+    ),
+    "deployments": (
+        [
+            _column("Ready", "Number of the pod with ready state."),
+            _column("Up-to-date", "Total number of updated pods.", "integer"),
+            _column("Available", "Number of available pods.", "integer"),
+        ],
+        _deployment_cells,
+    ),
+    "replicasets": (
+        [
+            _column("Desired", "Number of desired pods.", "integer"),
+            _column("Current", "Number of current pods.", "integer"),
+            _column("Ready", "Number of ready pods.", "integer"),
+        ],
+        _replica_set_cells,
     ),
     "endpoints": ([_column("Endpoints", "Endpoints of the object.")], _endpoints_cells),
     "namespaces": ([_column("Status", "The status of the namespace.")], _namespace_cells),

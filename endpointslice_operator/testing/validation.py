@@ -714,6 +714,55 @@ def validate_lease(obj: JSON, old: JSON | None) -> list[Cause]:
     return causes
 
 
+_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def validate_workload(obj: JSON, old: JSON | None) -> list[Cause]:
+    """apps/v1 Deployment and ReplicaSet: the rules a client meets in practice (a selector that
+    matches the template's labels and cannot change, a non-negative replica count)."""
+    from endpointslice_operator.testing.selectors import selector_from_match_labels
+
+    spec = obj.get("spec") or {}
+    causes: list[Cause] = []
+    replicas = spec.get("replicas")
+    if not isinstance(replicas, int) or replicas < 0:
+        causes.append(
+            invalid_value("spec.replicas", replicas, "must be greater than or equal to 0")
+        )
+    selector = spec.get("selector")
+    if not isinstance(selector, dict) or not (
+        selector.get("matchLabels") or selector.get("matchExpressions")
+    ):
+        causes.append(required("spec.selector"))
+        return causes
+    for index, expression in enumerate(selector.get("matchExpressions") or []):
+        operator = (expression or {}).get("operator")
+        if operator not in _SELECTOR_OPERATORS:
+            causes.append(
+                not_supported(
+                    f"spec.selector.matchExpressions[{index}].operator",
+                    operator,
+                    _SELECTOR_OPERATORS,
+                )
+            )
+    if causes:
+        return causes
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    if not selector_from_match_labels(selector).matches(labels):
+        causes.append(
+            invalid_value(
+                "spec.template.metadata.labels",
+                labels,
+                "`selector` does not match template `labels`",
+            )
+        )
+    if old is not None and (old.get("spec") or {}).get("selector") != selector:
+        causes.append(invalid_value("spec.selector", selector, "field is immutable"))
+    if not ((spec.get("template") or {}).get("spec") or {}).get("containers"):
+        causes.append(required("spec.template.spec.containers"))
+    return causes
+
+
 def validate_core_event(obj: JSON, old: JSON | None) -> list[Cause]:
     involved = obj.get("involvedObject") or {}
     namespace = (obj.get("metadata") or {}).get("namespace")
@@ -742,4 +791,6 @@ KIND_VALIDATORS: dict[tuple[str, str], Callable[[JSON, JSON | None], list[Cause]
     ("coordination.k8s.io", "leases"): validate_lease,
     ("", "events"): validate_core_event,
     ("events.k8s.io", "events"): validate_events_v1_event,
+    ("apps", "deployments"): validate_workload,
+    ("apps", "replicasets"): validate_workload,
 }

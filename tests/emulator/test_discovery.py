@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from endpointslice_operator.testing import protobuf
 from tests.emulator.conftest import Client
 
 
@@ -32,7 +33,7 @@ async def test_named_groups(client: Client) -> None:
     status, body = await client.get("/apis")
     assert status == 200 and body["kind"] == "APIGroupList"
     groups = {g["name"]: g for g in body["groups"]}
-    assert set(groups) == {"discovery.k8s.io", "events.k8s.io", "coordination.k8s.io"}
+    assert set(groups) == {"discovery.k8s.io", "events.k8s.io", "coordination.k8s.io", "apps"}
     assert groups["discovery.k8s.io"]["preferredVersion"]["groupVersion"] == "discovery.k8s.io/v1"
     status, body = await client.get("/apis/discovery.k8s.io/v1")
     assert [r["name"] for r in body["resources"]] == ["endpointslices"]
@@ -44,11 +45,11 @@ async def test_named_groups(client: Client) -> None:
 async def test_unknown_paths_are_not_found(client: Client) -> None:
     # As kube-apiserver answers: unknown resources and core versions with a Status, unknown
     # groups, group versions and paths from its mux in plain text.
-    for path in ["/openapi/v2", "/openapi/v3", "/api/v2", "/api/v1/namespaces/default/configmaps"]:
+    for path in ["/openapi/v3", "/api/v2", "/api/v1/namespaces/default/configmaps"]:
         status, body = await client.get(path)
         assert status == 404, path
         assert body["kind"] == "Status"
-    for path in ["/apis/apps/v1", "/apis/nope.example", "/apis/discovery.k8s.io/v1beta1",
+    for path in ["/apis/batch/v1", "/apis/nope.example", "/apis/discovery.k8s.io/v1beta1",
                  "/nonsense"]:  # fmt: skip
         status, body = await client.get(path)
         assert (status, body) == (404, "404 page not found\n"), path
@@ -60,3 +61,19 @@ async def test_health_endpoints(client: Client) -> None:
         assert status == 200 and body == "ok"
     status, body = await client.get("/")
     assert "/apis/discovery.k8s.io/v1" in body["paths"]
+
+
+async def test_openapi_v2_is_an_empty_document(client: Client) -> None:
+    # kubectl's client-side validation downloads it (as protobuf) before every apply/create.
+    status, body = await client.get("/openapi/v2")
+    assert status == 200
+    assert body["swagger"] == "2.0" and body["paths"] == {} and body["definitions"] == {}
+    async with client.session.get(
+        client.base + "/openapi/v2",
+        headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"},
+    ) as response:
+        raw = await response.read()
+    fields = dict(protobuf.fields(raw))
+    assert fields[1] == b"2.0"  # swagger
+    assert dict(protobuf.fields(fields[2]))[1] == b"Kubernetes"  # info.title
+    assert fields[8] == b""  # paths

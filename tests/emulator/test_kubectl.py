@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from endpointslice_operator.testing import Emulator
+from endpointslice_operator.testing import Emulator, run_emulator
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = [
@@ -172,3 +172,36 @@ async def test_create_and_delete_a_namespace(emu: Emulator, manifest: Path) -> N
     assert out.strip() == 'namespace "team" deleted'
     assert emu.store.get("namespaces", None, "team") is None
     assert emu.store.get("services", "team", "web") is None
+
+
+async def test_the_example_app_with_apply_scale_and_rollout_restart() -> None:
+    """deploy/examples/web.yaml as a user applies it: validation on, simulated nodes."""
+    example = Path(__file__).parents[2] / "deploy" / "examples" / "web.yaml"
+    async with run_emulator(nodes=3, pod_start_delay=0.05) as emu:
+        out = await kubectl(emu, "apply", "-f", str(example))
+        assert out.splitlines() == ["deployment.apps/web created", "service/web created"]
+        out = await kubectl(emu, "rollout", "status", "deployment/web", "--timeout=30s")
+        assert 'deployment "web" successfully rolled out' in out
+        out = await kubectl(emu, "apply", "-f", str(example))
+        assert out.splitlines() == ["deployment.apps/web unchanged", "service/web unchanged"]
+        table = await kubectl(emu, "get", "deployment", "web")
+        assert table.splitlines()[1].split()[:4] == ["web", "3/3", "3", "3"]
+
+        assert (await kubectl(emu, "scale", "deployment/web", "--replicas=5")).strip() == (
+            "deployment.apps/web scaled"
+        )
+        await kubectl(emu, "rollout", "status", "deployment/web", "--timeout=30s")
+        assert len(await get_pod_ips(emu)) == 5
+
+        out = await kubectl(emu, "rollout", "restart", "deployment/web")
+        assert out.strip() == "deployment.apps/web restarted"
+        await kubectl(emu, "rollout", "status", "deployment/web", "--timeout=30s")
+        replica_sets = await get_json(emu, "replicasets")
+        assert sorted(rs["spec"]["replicas"] for rs in replica_sets["items"]) == [0, 5]
+
+
+async def get_pod_ips(emu: Emulator) -> set[str]:
+    body = await get_json(emu, "pods", "-l", "app=web")
+    return {
+        p["status"]["podIP"] for p in body["items"] if not p["metadata"].get("deletionTimestamp")
+    }
