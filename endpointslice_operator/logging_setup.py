@@ -1,10 +1,17 @@
 """Process-wide logging for the operator: readable text or one JSON object per line.
 
-Both formats carry the record's extra fields (``logger.info(..., extra={"service": "ns/name"})``):
-text appends them as ``key=value``, JSON as top-level keys next to ``time``, ``level``,
-``logger`` and ``message``. Chatty libraries are held back so that ``--log-level debug`` shows
-the operator's own detail: ``kubernetes_asyncio`` and ``kopf`` at ``info`` or above, aiohttp's
-per-request access log (probes, scrapes) at ``warning`` or above.
+Both formats carry the record's extra fields meant for people
+(``logger.info(..., extra={"service": "ns/name"})``: strings, numbers, booleans): text appends
+them as ``key=value``, JSON as top-level keys next to ``time``, ``level``, ``logger`` and
+``message``. Library internals attached to records (Kopf's whole ``OperatorSettings`` object,
+its ``k8s_ref`` dict) are not printed; Kopf's object reference becomes ``object=ns/name``.
+
+Levels: at ``info`` the operator logs start-up, leadership, problems and a periodic summary
+(:mod:`endpointslice_operator.controller.summary`), nothing per event. Kopf's per-object lines
+(``Handler 'index-service' succeeded.``) are shown only at ``debug``. Chatty libraries are held
+back so that ``--log-level debug`` shows the operator's own detail: ``kubernetes_asyncio`` and
+Kopf's framework at ``info`` or above, aiohttp's per-request access log (probes, scrapes) at
+``warning`` or above.
 """
 
 from __future__ import annotations
@@ -31,6 +38,12 @@ QUIET_LOGGERS = {
     "kopf": logging.INFO,
 }
 
+#: Loggers that log once per object event: shown at ``debug`` only.
+PER_EVENT_LOGGERS = ("kopf.objects",)
+
+# Extras that are library internals, not for people (Kopf attaches these to every record).
+_HIDDEN_EXTRAS = frozenset({"settings", "k8s_skip", "k8s_ref"})
+
 # Attributes every LogRecord has; anything else on a record came in through ``extra``.
 _STANDARD_ATTRIBUTES = frozenset(
     vars(logging.LogRecord("", logging.INFO, "", 0, "", None, None))
@@ -38,11 +51,17 @@ _STANDARD_ATTRIBUTES = frozenset(
 
 
 def _extras(record: logging.LogRecord) -> dict[str, Any]:
-    return {
-        key: value
-        for key, value in vars(record).items()
-        if key not in _STANDARD_ATTRIBUTES and not key.startswith("_")
-    }
+    fields: dict[str, Any] = {}
+    ref = getattr(record, "k8s_ref", None)
+    if isinstance(ref, dict) and ref.get("name"):
+        namespace = ref.get("namespace")
+        fields["object"] = f"{namespace}/{ref['name']}" if namespace else str(ref["name"])
+    for key, value in vars(record).items():
+        if key in _STANDARD_ATTRIBUTES or key in _HIDDEN_EXTRAS or key.startswith("_"):
+            continue
+        if value is None or isinstance(value, str | int | float | bool):
+            fields[key] = value
+    return fields
 
 
 def _timestamp(record: logging.LogRecord) -> str:
@@ -119,4 +138,8 @@ def configure_logging(format: str, level: str, *, stream: TextIO | None = None) 
     root.setLevel(threshold)
     for name, loudest in QUIET_LOGGERS.items():
         logging.getLogger(name).setLevel(max(threshold, loudest))
+    for name in PER_EVENT_LOGGERS:
+        logging.getLogger(name).setLevel(
+            logging.INFO if threshold <= logging.DEBUG else max(threshold, logging.WARNING)
+        )
     logging.captureWarnings(True)

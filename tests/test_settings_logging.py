@@ -7,6 +7,7 @@ import json
 import logging
 from collections.abc import Iterator
 
+import kopf
 import pytest
 
 from endpointslice_operator.logging_setup import configure_logging
@@ -60,6 +61,36 @@ def test_text_lines_append_extras() -> None:
     assert line.endswith(
         'INFO    endpointslice_operator.test: hello service=ns/web note="two words"'
     )
+
+
+def test_kopf_per_object_lines_are_debug_detail_without_its_internals() -> None:
+    stream = io.StringIO()
+    configure_logging("text", "info", stream=stream)
+    kopf_objects = logging.getLogger("kopf.objects")
+    settings = kopf.OperatorSettings()
+    settings.posting.enabled = False  # Kopf's own Event-posting handler may be attached
+    internals = {
+        "settings": settings,
+        "k8s_skip": False,
+        "k8s_ref": {"kind": "Service", "namespace": "demo", "name": "web", "uid": "u"},
+    }
+    kopf_objects.info("Handler 'index-service' succeeded.", extra=internals)
+    assert stream.getvalue() == ""  # per-event: not at info
+    kopf_objects.error("Handler 'index-service' failed.", extra=internals)
+    (line,) = stream.getvalue().splitlines()
+    assert line.endswith("ERROR   kopf.objects: Handler 'index-service' failed. object=demo/web")
+
+    stream = io.StringIO()
+    configure_logging("json", "debug", stream=stream)
+    kopf_objects.info("Handler 'index-service' succeeded.", extra=internals)
+    logging.getLogger("endpointslice_operator.x").info(
+        "mixed", extra={"count": 3, "ok": True, "blob": {"a": 1}, "none": None}
+    )
+    first, second = (json.loads(line) for line in stream.getvalue().splitlines())
+    assert set(first) == {"time", "level", "logger", "message", "object"}
+    assert first["object"] == "demo/web"
+    assert {k: second[k] for k in ("count", "ok", "none")} == {"count": 3, "ok": True, "none": None}
+    assert "blob" not in second
 
 
 def test_noisy_libraries_are_held_back_and_reconfiguring_replaces_the_handler() -> None:

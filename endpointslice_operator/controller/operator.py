@@ -48,6 +48,7 @@ from endpointslice_operator.controller.leader import LeaderElector
 from endpointslice_operator.controller.list_watch import KINDS, ListWatcher
 from endpointslice_operator.controller.queue import ServiceQueue
 from endpointslice_operator.controller.reset import RESET_PROBE_INTERVAL, Watermark
+from endpointslice_operator.controller.summary import run_summaries
 from endpointslice_operator.controller.sync import ServiceSyncer
 from endpointslice_operator.controller.writer import ApiError, SliceWriter, raise_for_status
 from endpointslice_operator.metrics import OperatorMetrics
@@ -250,8 +251,19 @@ class Operator:
         probe_task = asyncio.create_task(
             self._probe_resets(api_client, router.watermark), name="reset-probe"
         )
+        summary_task = asyncio.create_task(
+            run_summaries(self.metrics, self.indexes.counts), name="activity-summary"
+        )
         stop_task = asyncio.create_task(self._round_over.wait())
-        tasks = {kopf_task, *watch_tasks, readiness_task, leading_task, probe_task, stop_task}
+        tasks = {
+            kopf_task,
+            *watch_tasks,
+            readiness_task,
+            leading_task,
+            probe_task,
+            summary_task,
+            stop_task,
+        }
         failure: BaseException | None = None
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
@@ -272,6 +284,7 @@ class Operator:
                 leading_task,
                 readiness_task,
                 probe_task,
+                summary_task,
                 stop_task,
                 *watch_tasks,
                 *self._background,

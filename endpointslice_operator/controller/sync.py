@@ -308,7 +308,8 @@ class ServiceSyncer:
             traffic_distribution=plan.traffic_distribution_label,
         )
         if plan.write_count:
-            log.info(
+            # Per sync: debug detail (the periodic summary counts these at info).
+            log.debug(
                 "Synced %s: %d created, %d updated, %d deleted",
                 entry.key,
                 len(plan.creates),

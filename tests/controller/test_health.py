@@ -5,7 +5,7 @@ from __future__ import annotations
 import aiohttp
 import pytest
 
-from endpointslice_operator.controller.health import HealthServer
+from endpointslice_operator.controller.health import HealthServer, ListenError
 from endpointslice_operator.metrics import OperatorMetrics
 
 
@@ -63,7 +63,7 @@ async def test_stop_closes_the_port_and_start_again_works() -> None:
 async def test_a_busy_port_fails_start_cleanly() -> None:
     async with HealthServer(OperatorMetrics(), host="127.0.0.1", port=0) as first:
         second = HealthServer(OperatorMetrics(), host="127.0.0.1", port=first.port)
-        with pytest.raises(OSError):
+        with pytest.raises(ListenError, match=r"\(--metrics-host / --metrics-port\)"):
             await second.start()
         with pytest.raises(RuntimeError):
             _ = second.port
