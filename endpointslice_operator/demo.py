@@ -1,10 +1,17 @@
 """``endpointslice-operator demo``: the operator against the built-in API emulator, in-process.
 
-Creates a namespace, three nodes in two zones, an opted-in Service and five pods, runs the
-operator, and prints the EndpointSlices it writes: first as they are, then after one pod turns
-not-ready, then after scaling to 120 pods (across the 100-endpoints-per-slice boundary),
-each time with the API writes that step cost. ``--keep-running`` then leaves the emulator and
-the operator up for kubectl until Ctrl-C.
+Starts the emulator with three simulated nodes in three zones (it schedules and starts pods as
+a kubelet would, see :mod:`endpointslice_operator.testing.kubelet`), applies the example
+application (a Deployment of five pods and a selectorless Service that opts in through
+annotations, like ``deploy/examples/web.yaml``), runs the operator, and prints the
+EndpointSlices it writes: first as they are, then after one pod turns not-ready, then after
+scaling the Deployment to 120 pods (across the 100-endpoints-per-slice boundary), each time with
+the API writes that step cost. ``--keep-running`` then leaves the emulator and the operator up
+for kubectl until Ctrl-C.
+
+The demo takes the operator's flags too (``--log-level debug``, ``--max-endpoints-per-slice``,
+...), so that ``make run ARGS='...'`` works with or without a cluster; ``--kubeconfig``,
+leader election and the metrics port are the demo's own.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import logging
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -20,61 +27,68 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from endpointslice_operator.controller.operator import Operator
-from endpointslice_operator.settings import Settings
+from endpointslice_operator.logging_setup import configure_logging
+from endpointslice_operator.settings import ENV_PREFIX, Settings, SettingsError, load_settings
 from endpointslice_operator.testing import Emulator, run_emulator
-from endpointslice_operator.testing.objects import running_pod
 
 __all__ = ["main"]
 
 NAMESPACE = "demo"
 SERVICE = "web"
-NODES = (("node-a1", "zone-a"), ("node-a2", "zone-a"), ("node-b1", "zone-b"))
-CONVERGENCE_TIMEOUT = 30.0
+NODE_COUNT = 3
+POD_START_DELAY = 0.2
+CONVERGENCE_TIMEOUT = 60.0
 LABEL_SERVICE_NAME = "kubernetes.io/service-name"
 ENDPOINT_ROWS = 12
 """Slices with at most this many endpoints are printed endpoint by endpoint."""
+ENABLED_ANNOTATION = "endpointslice-operator.io/enabled"
+SELECTOR_ANNOTATION = "endpointslice-operator.io/selector"
 
 
-def _node(name: str, zone: str) -> dict[str, Any]:
+def _deployment(replicas: int) -> dict[str, Any]:
     return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone},
-        },
-        "status": {
-            "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True"}],
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": SERVICE, "namespace": NAMESPACE, "labels": {"app": SERVICE}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": SERVICE}},
+            "template": {
+                "metadata": {"labels": {"app": SERVICE, "tier": "frontend"}},
+                "spec": {
+                    "terminationGracePeriodSeconds": 5,
+                    "containers": [
+                        {
+                            "name": SERVICE,
+                            "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+                            "args": ["netexec", "--http-port=8080"],
+                            "ports": [{"name": "http", "containerPort": 8080}],
+                        }
+                    ],
+                },
+            },
         },
     }
 
 
-def _service() -> dict[str, Any]:
+def _service(annotation_prefix: str) -> dict[str, Any]:
+    # Selectorless, so kube-controller-manager would leave it alone; the operator selects the
+    # pods through the selector annotation.
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {
             "name": SERVICE,
             "namespace": NAMESPACE,
-            "annotations": {"endpointslice-operator.io/enabled": "true"},
+            "annotations": {
+                f"{annotation_prefix}/enabled": "true",
+                f"{annotation_prefix}/selector": "app=web,tier in (frontend)",
+            },
         },
         "spec": {
-            "selector": {"app": SERVICE},
             "ports": [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}],
         },
     }
-
-
-def _pod(index: int) -> dict[str, Any]:
-    return running_pod(
-        f"{SERVICE}-{index}",
-        NAMESPACE,
-        {"app": SERVICE},
-        f"10.244.{index // 250}.{index % 250 + 2}",
-        NODES[index % len(NODES)][0],
-        image="registry.example/web:1.0",
-    )
 
 
 def _slices(emu: Emulator) -> list[dict[str, Any]]:
@@ -188,57 +202,85 @@ def _header(out: TextIO, text: str) -> None:
     out.write(f"\n=== {text} ===\n")
 
 
-async def run_demo(keep_running: bool, out: TextIO) -> None:
-    async with run_emulator() as emu:
+def _ready(pod: dict[str, Any]) -> bool:
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
+
+
+def _pods(emu: Emulator) -> list[dict[str, Any]]:
+    found = emu.store.list("pods", NAMESPACE, label_selector=f"app={SERVICE}")
+    return sorted(
+        (p for p in found if not p["metadata"].get("deletionTimestamp")),
+        key=lambda p: p["metadata"]["name"],
+    )
+
+
+def _ready_endpoints(emu: Emulator) -> int:
+    return sum(1 for ep in _endpoints(emu) if (ep.get("conditions") or {}).get("ready"))
+
+
+async def run_demo(settings: Settings, keep_running: bool, out: TextIO) -> None:
+    """The demo's three steps (see the module docstring), with ``settings`` for the operator
+    (its kubeconfig, leader election and metrics port are replaced by the demo's)."""
+    async with run_emulator(nodes=NODE_COUNT, pod_start_delay=POD_START_DELAY) as emu:
         emu.store.create_namespace(NAMESPACE)
-        for name, zone in NODES:
-            emu.store.create(_node(name, zone))
-        emu.store.create(_service())
-        for i in range(5):
-            emu.store.create(_pod(i))
-        settings = Settings(
-            kubeconfig=Path(emu.kubeconfig_path), leader_election=False, metrics_port=0
+        emu.store.create(_service(settings.annotation_prefix))
+        emu.store.create(_deployment(5))
+        settings = settings.model_copy(
+            update={
+                "kubeconfig": Path(emu.kubeconfig_path),
+                "leader_election": False,
+                "metrics_port": 0,
+            }
         )
         operator = Operator(settings, serve_health=False)
         task = asyncio.create_task(operator.run())
         step = _Step(emu)
         try:
             await operator.wait_leading()
-            await _converge(operator, lambda: len(_endpoints(emu)) == 5)
-            _header(out, "Service demo/web with 5 ready pods")
+            await _converge(operator, lambda: _ready_endpoints(emu) == 5)
+            _header(out, f"Deployment {NAMESPACE}/{SERVICE} with 5 ready pods on 3 nodes")
             out.write(render_slices(_slices(emu)) + "\n" + step.writes() + "\n")
 
-            pod = emu.store.get("pods", NAMESPACE, f"{SERVICE}-2")
-            assert pod is not None
-            pod["status"]["conditions"][0].update(
-                status="False", lastTransitionTime="2026-01-01T00:05:00Z"
+            unready = _pods(emu)[2]
+            name = unready["metadata"]["name"]
+            emu.store.patch(
+                "pods",
+                NAMESPACE,
+                name,
+                {"status": {"conditions": [{"type": "Ready", "status": "False"}]}},
+                patch_type="strategic",
+                subresource="status",
             )
-            emu.store.update(pod, subresource="status")
+            await _converge(operator, lambda: _ready_endpoints(emu) == 4)
+            _header(out, f"{name} is no longer ready")
+            out.write(render_slices(_slices(emu)) + "\n" + step.writes() + "\n")
+
+            emu.store.patch(
+                "deployments",
+                NAMESPACE,
+                SERVICE,
+                {"spec": {"replicas": 120}},
+            )
             await _converge(
-                operator,
-                lambda: any(
-                    not (ep.get("conditions") or {}).get("ready")
-                    and (ep.get("targetRef") or {}).get("name") == f"{SERVICE}-2"
-                    for ep in _endpoints(emu)
-                ),
+                operator, lambda: len(_endpoints(emu)) == 120 and _ready_endpoints(emu) == 119
             )
-            _header(out, "web-2 is no longer ready")
-            out.write(render_slices(_slices(emu)) + "\n" + step.writes() + "\n")
-
-            for i in range(5, 120):
-                emu.store.create(_pod(i))
-            await _converge(operator, lambda: len(_endpoints(emu)) == 120)
             _header(out, "Scaled to 120 pods (at most 100 endpoints per slice)")
             out.write(render_slices(_slices(emu)) + "\n" + step.writes() + "\n")
 
             if keep_running:
                 kubectl = f"kubectl --kubeconfig {emu.kubeconfig_path} -n {NAMESPACE}"
                 out.write(
-                    f"\nThe emulator serves the API at {emu.url}; the operator keeps running.\n"
-                    f"Try:\n  {kubectl} get endpointslices -o yaml\n"
-                    f"  {kubectl} delete pod {SERVICE}-7   (and watch the slices follow)\n"
+                    f"\nThe emulator serves the API at {emu.url} with {NODE_COUNT} simulated "
+                    "nodes; the operator keeps running.\n"
+                    f"Try:\n  {kubectl} get endpointslices -o wide -w\n"
+                    f"  {kubectl} scale deployment {SERVICE} --replicas 3\n"
+                    f"  {kubectl} rollout restart deployment {SERVICE}   (terminating endpoints "
+                    "stay serving for the grace period)\n"
                     f"  {kubectl} annotate service {SERVICE} "
-                    "endpointslice-operator.io/enabled-   (opt out: the slices go away)\n"
+                    f"{settings.annotation_prefix}/enabled-   (opt out: the slices go away)\n"
                     "Press Ctrl-C to stop.\n"
                 )
                 out.flush()
@@ -255,20 +297,38 @@ async def run_demo(keep_running: bool, out: TextIO) -> None:
                 await task
 
 
+DEMO_FLAGS_NOTE = """\
+The demo also takes the operator's flags (see 'endpointslice-operator run --help'), for
+example --log-level debug or --max-endpoints-per-slice 50; its --kubeconfig, leader election
+and metrics port are its own. Without --log-level (or ENDPOINTSLICE_OPERATOR_LOG_LEVEL) only
+warnings are logged, to keep the tables readable.
+"""
+
+
 def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="endpointslice-operator demo",
-        description="Run the operator against the built-in API emulator and show what it does.",
+        description="Run the operator against the built-in API emulator (3 simulated nodes, "
+        "the example Deployment and Service) and show the EndpointSlices it writes.",
+        epilog=DEMO_FLAGS_NOTE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--keep-running",
         action="store_true",
         help="keep the emulator and the operator up afterwards (for kubectl) until Ctrl-C",
     )
-    args = parser.parse_args(list(argv))
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args, rest = parser.parse_known_args(list(argv))
     try:
-        asyncio.run(run_demo(args.keep_running, sys.stdout))
+        settings = load_settings(rest, os.environ)
+    except SettingsError as exc:
+        for line in str(exc).splitlines():
+            sys.stderr.write(f"endpointslice-operator demo: {line}\n")
+        return 2
+    explicit_level = "--log-level" in " ".join(rest) or f"{ENV_PREFIX}LOG_LEVEL" in os.environ
+    configure_logging(settings.log_format, settings.log_level if explicit_level else "warning")
+    try:
+        asyncio.run(run_demo(settings, args.keep_running, sys.stdout))
     except KeyboardInterrupt:
         pass
     except Exception as exc:

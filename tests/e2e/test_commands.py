@@ -25,7 +25,18 @@ def test_demo_runs_and_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
     assert "no longer ready" in steps[2]
     assert "0 create (POST), 1 update (PUT), 0 delete" in steps[2]
     assert "120 pods" in steps[3]
-    assert "zone-a" in out and "zone-b" in out
+    assert "zone-a" in out and "zone-b" in out and "zone-c" in out
+
+
+def test_demo_takes_the_operators_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    # `make run ARGS='--log-level debug'` runs the demo when no cluster is configured
+    assert demo.main(["--log-level", "debug", "--max-endpoints-per-slice", "50"]) == 0
+    captured = capsys.readouterr()
+    assert "DEBUG" in captured.err
+    scaled = captured.out.split("=== ")[3]
+    assert sum(1 for line in scaled.splitlines() if line.startswith("web-") and "IPv4" in line) == 3
+    assert demo.main(["--workers", "0", "--qps", "-1"]) == 2
+    assert len(capsys.readouterr().err.splitlines()) == 2
 
 
 def test_run_refuses_invalid_settings_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
