@@ -24,6 +24,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "endpointslice_operator.demo",
         "run the operator against the built-in emulator and show what it does",
     ),
+    "cleanup": (
+        "endpointslice_operator.cleanup",
+        "delete the EndpointSlices the operator wrote (after uninstalling it)",
+    ),
     "plan": (
         "endpointslice_operator.plan_cli",
         "offline: print the EndpointSlice writes for Service/Pod/Node/EndpointSlice YAML files",

@@ -273,3 +273,23 @@ def conditions(emu: Emulator, service_name: str) -> dict[str, tuple[bool, bool, 
         for address in ep["addresses"]:
             found[address] = (c.get("ready"), c.get("serving"), c.get("terminating"))
     return found
+
+
+def foreign_slice(
+    emu: Emulator, name: str, service_name: str, managed_by: str, namespace: str = NS
+) -> dict[str, Any]:
+    """A hand-made EndpointSlice labelled as managed by ``managed_by``."""
+    return emu.store.create(
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": {LABEL_SERVICE_NAME: service_name, LABEL_MANAGED_BY: managed_by},
+            },
+            "addressType": "IPv4",
+            "ports": [],
+            "endpoints": [{"addresses": ["10.9.9.9"], "conditions": {"ready": True}}],
+        }
+    )

@@ -14,7 +14,7 @@ import pytest
 from endpointslice_operator import demo
 from endpointslice_operator.controller import main as run_command
 from endpointslice_operator.testing import run_emulator
-from tests.e2e.harness import addresses, cluster, eventually, pod, service
+from tests.e2e.harness import NS, addresses, cluster, eventually, foreign_slice, pod, service
 
 
 def test_demo_runs_and_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
@@ -144,3 +144,60 @@ async def test_a_taken_port_is_one_line_naming_the_flag(tmp_path: Path) -> None:
             f"endpointslice-operator emulator: cannot listen on 127.0.0.1:{port} (--port): "
             "address already in use"
         ]
+
+
+async def test_cleanup_deletes_only_our_slices(tmp_path: Path) -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        emu.store.create_namespace("other")
+        ours = [
+            foreign_slice(emu, "web-a", "web", "endpointslice-operator.io"),
+            foreign_slice(emu, "web-b", "web", "endpointslice-operator.io", namespace="other"),
+        ]
+        theirs = [
+            foreign_slice(emu, "web-kcm", "web", "endpointslice-controller.k8s.io"),
+            foreign_slice(emu, "web-custom", "web", "custom.example.com"),
+        ]
+        kubeconfig = str(emu.kubeconfig_path)
+        code, out = await _run("cleanup", "--kubeconfig", kubeconfig, "--dry-run")
+        assert code == 0
+        assert out[-1] == "would delete 2 EndpointSlice(s) managed by endpointslice-operator.io"
+        assert len(emu.store.list("endpointslices")) == 4
+
+        code, out = await _run("cleanup", "--kubeconfig", kubeconfig, "--namespace", "other")
+        assert (code, out) == (
+            0,
+            [
+                "deleted endpointslice other/web-b",
+                "deleted 1 EndpointSlice(s) managed by endpointslice-operator.io",
+            ],
+        )
+        code, out = await _run("cleanup", "--kubeconfig", kubeconfig)
+        assert out == [
+            f"deleted endpointslice {NS}/web-a",
+            "deleted 1 EndpointSlice(s) managed by endpointslice-operator.io",
+        ]
+        code, out = await _run(
+            "cleanup", "--kubeconfig", kubeconfig, "--managed-by", "custom.example.com"
+        )
+        assert out[-1] == "deleted 1 EndpointSlice(s) managed by custom.example.com"
+        remaining = {s["metadata"]["name"] for s in emu.store.list("endpointslices")}
+        assert remaining == {"web-kcm"}
+        assert ours and theirs
+        assert emu.requests.count(verb="delete", resource="endpointslices") == 3
+
+
+async def _run(*argv: str) -> tuple[int, list[str]]:
+    """``endpointslice-operator ARGV...``: its exit code and stdout lines."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "endpointslice_operator",
+        *argv,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    assert not err, err.decode()
+    return process.returncode, out.decode().splitlines()

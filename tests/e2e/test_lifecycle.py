@@ -5,17 +5,16 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from endpointslice_operator.testing import Emulator, run_emulator
+from endpointslice_operator.testing import run_emulator
 from tests.e2e.harness import (
     ENABLED,
-    LABEL_MANAGED_BY,
-    LABEL_SERVICE_NAME,
     NS,
     SELECTOR,
     addresses,
     cluster,
     events,
     eventually,
+    foreign_slice,
     namespace,
     pod,
     running_operator,
@@ -26,23 +25,6 @@ from tests.e2e.harness import (
 )
 
 UPSTREAM = "endpointslice-controller.k8s.io"
-
-
-def foreign_slice(emu: Emulator, name: str, service_name: str, managed_by: str) -> dict[str, Any]:
-    return emu.store.create(
-        {
-            "apiVersion": "discovery.k8s.io/v1",
-            "kind": "EndpointSlice",
-            "metadata": {
-                "name": name,
-                "namespace": NS,
-                "labels": {LABEL_SERVICE_NAME: service_name, LABEL_MANAGED_BY: managed_by},
-            },
-            "addressType": "IPv4",
-            "ports": [],
-            "endpoints": [{"addresses": ["10.9.9.9"], "conditions": {"ready": True}}],
-        }
-    )
 
 
 def update_service(emu: Any, name: str, change: Any) -> None:

@@ -1,0 +1,144 @@
+"""``endpointslice-operator cleanup``: delete the EndpointSlices the operator wrote.
+
+Uninstalling the operator leaves its slices behind: kube-proxy keeps routing to the endpoints
+they list, which go stale as pods come and go. This command deletes every EndpointSlice labelled
+``endpointslice.kubernetes.io/managed-by: <--managed-by>`` (in all namespaces, or the
+``--namespace`` ones), and nothing else: the label selector is the only way a slice is chosen,
+and each delete carries the slice's uid as a precondition. Run it after the operator is gone
+(``helm uninstall`` or ``kubectl delete -f deploy/``), or a running operator writes the slices
+again; the chart's optional post-delete hook does exactly that.
+
+It takes ``--kubeconfig``, ``--managed-by`` and ``--namespace`` like ``run`` (and their
+``ENDPOINTSLICE_OPERATOR_*`` variables), plus ``--dry-run`` to list without deleting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.config import ConfigException
+
+from endpointslice_operator.controller.kopf_wiring import (
+    NoClusterError,
+    find_cluster,
+    load_client_configuration,
+)
+from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY
+from endpointslice_operator.settings import Settings, SettingsError, load_settings
+
+__all__ = ["cleanup", "main"]
+
+PROG = "endpointslice-operator cleanup"
+PAGE_SIZE = 500
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Delete the EndpointSlices managed by the operator (label "
+        f"{LABEL_MANAGED_BY}=<managed-by>), for example after uninstalling it. Slices managed "
+        "by anyone else are never touched.",
+    )
+    parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: as run)")
+    parser.add_argument(
+        "--managed-by",
+        metavar="NAME",
+        help="the operator's controller name (default: $ENDPOINTSLICE_OPERATOR_MANAGED_BY, "
+        "else endpointslice-operator.io)",
+    )
+    parser.add_argument(
+        "--namespace",
+        metavar="NAME",
+        action="append",
+        help="only this namespace (repeatable; default: all namespaces)",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="list what would be deleted, delete nothing"
+    )
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    argv: list[str] = []
+    if args.kubeconfig is not None:
+        argv += ["--kubeconfig", args.kubeconfig]
+    if args.managed_by is not None:
+        argv += ["--managed-by", args.managed_by]
+    for namespace in args.namespace or []:
+        argv += ["--namespace", namespace]
+    return load_settings(argv, os.environ)
+
+
+async def _list(api: client.DiscoveryV1Api, namespace: str | None, selector: str) -> list[Any]:
+    found: list[Any] = []
+    token: str | None = None
+    while True:
+        kwargs: dict[str, Any] = {"label_selector": selector, "limit": PAGE_SIZE}
+        if token:
+            kwargs["_continue"] = token
+        if namespace is None:
+            page = await api.list_endpoint_slice_for_all_namespaces(**kwargs)
+        else:
+            page = await api.list_namespaced_endpoint_slice(namespace, **kwargs)
+        found.extend(page.items)
+        token = page.metadata._continue
+        if not token:
+            return found
+
+
+async def cleanup(settings: Settings, *, dry_run: bool = False) -> int:
+    """Delete (or with ``dry_run`` only list) our slices; returns how many."""
+    configuration = await load_client_configuration(settings)
+    selector = f"{LABEL_MANAGED_BY}={settings.managed_by}"
+    count = 0
+    async with client.ApiClient(configuration) as api_client:
+        api = client.DiscoveryV1Api(api_client)
+        for namespace in settings.namespaces or (None,):
+            for item in await _list(api, namespace, selector):
+                meta = item.metadata
+                where = f"{meta.namespace}/{meta.name}"
+                if dry_run:
+                    sys.stdout.write(f"would delete endpointslice {where}\n")
+                    count += 1
+                    continue
+                options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=meta.uid))
+                try:
+                    await api.delete_namespaced_endpoint_slice(
+                        meta.name, meta.namespace, body=options
+                    )
+                except ApiException as exc:
+                    if exc.status in (404, 409):  # gone already, or replaced meanwhile
+                        continue
+                    raise
+                sys.stdout.write(f"deleted endpointslice {where}\n")
+                count += 1
+    return count
+
+
+def main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(list(argv))
+    try:
+        settings = _settings(args)
+        find_cluster(settings)
+    except (SettingsError, NoClusterError) as exc:
+        for line in str(exc).splitlines():
+            sys.stderr.write(f"{PROG}: {line}\n")
+        return 2 if isinstance(exc, SettingsError) else 1
+    try:
+        count = asyncio.run(cleanup(settings, dry_run=args.dry_run))
+    except ApiException as exc:
+        sys.stderr.write(f"{PROG}: the API server refused: {exc.status} {exc.reason}\n")
+        return 1
+    except (ConfigException, OSError) as exc:
+        sys.stderr.write(f"{PROG}: cannot reach the cluster: {exc}\n")
+        return 1
+    verb = "would delete" if args.dry_run else "deleted"
+    sys.stdout.write(f"{verb} {count} EndpointSlice(s) managed by {settings.managed_by}\n")
+    return 0
