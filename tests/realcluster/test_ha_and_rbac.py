@@ -3,7 +3,9 @@ RBAC through a ServiceAccount token."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -68,12 +70,16 @@ async def test_two_replicas_one_leader_and_failover_after_kill_9(
             assert int(lease["spec"].get("leaseTransitions") or 0) >= 1
 
 
-def rbac_objects(release: str, namespace: str) -> list[dict[str, Any]]:
-    kinds = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+
+
+def rbac_objects(
+    release: str, namespace: str, values: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     return [
         item
-        for item in render_objects({}, name=release, namespace=namespace)
-        if item["kind"] in kinds
+        for item in render_objects(values or {}, name=release, namespace=namespace)
+        if item["kind"] in RBAC_KINDS
     ]
 
 
@@ -136,6 +142,70 @@ async def test_the_operator_runs_under_the_charts_rbac_and_nothing_more(
             # And what it needs, it has.
             status, _ = await restricted.status_of("GET", "/api/v1/pods?limit=1")
             assert status == 200
+    finally:
+        for item in reversed(created):
+            if not item["metadata"].get("namespace"):
+                await kube.delete(f"{path_of(item)}/{item['metadata']['name']}")
+
+
+def _slice(ns: str, name: str, managed_by: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/service-name": name,
+                "endpointslice.kubernetes.io/managed-by": managed_by,
+            },
+        },
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.9.9.9"]}],
+    }
+
+
+async def test_the_cleanup_hook_deletes_our_slices_under_its_own_rbac(
+    cluster: Cluster, kube: Kube, ns: str
+) -> None:
+    """The chart's cleanupOnUninstall Job, as its pod would run it: its args, its account."""
+    if cluster.plane is None:
+        pytest.skip("needs the fixture's control plane to mint a ServiceAccount token")
+    release = f"eso-{secrets.token_hex(3)}"
+    managed_by = f"{release}.example.com"  # unique: the shared operator's slices stay out of it
+    values = {"cleanupOnUninstall": {"enabled": True}, "managedBy": managed_by}
+    hook = [
+        item
+        for item in rbac_objects(release, ns, values)
+        if item["metadata"]["name"].endswith("-cleanup")
+    ]
+    (job,) = [
+        item for item in render_objects(values, name=release, namespace=ns) if item["kind"] == "Job"
+    ]
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    created = []
+    try:
+        for item in hook:
+            await kube.create(path_of(item), item)
+            created.append(item)
+        slices = f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"
+        for name, owner in (("ours-1", managed_by), ("ours-2", managed_by), ("kcm", "x.k8s.io")):
+            await kube.create(slices, _slice(ns, name, owner))
+        _, kubeconfig = cluster.plane.service_account_token(
+            ns, job["spec"]["template"]["spec"]["serviceAccountName"]
+        )
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "endpointslice_operator", *container["command"][1:],
+            *container["args"], "--kubeconfig", str(kubeconfig),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await asyncio.wait_for(process.communicate(), 60)
+        assert process.returncode == 0, err.decode()
+        assert (
+            out.decode().splitlines()[-1] == f"deleted 2 EndpointSlice(s) managed by {managed_by}"
+        )
+        left = await kube.get(slices)
+        assert [item["metadata"]["name"] for item in left["items"]
+                if item["metadata"]["name"] in {"ours-1", "ours-2", "kcm"}] == ["kcm"]  # fmt: skip
     finally:
         for item in reversed(created):
             if not item["metadata"].get("namespace"):

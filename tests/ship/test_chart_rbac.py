@@ -88,12 +88,12 @@ def test_leases_are_limited_to_our_lease_in_one_namespace() -> None:
 
 
 def test_cluster_wide_writes_only_in_cluster_mode() -> None:
-    for value_set in ("defaults", "namespaced"):
+    for value_set in ("defaults", "namespaced", "cleanup-hook", "cleanup-hook-namespaced"):
         cluster_rules = [
             rule for role, rule in rules(rendered(value_set)) if role["kind"] == "ClusterRole"
         ]
         cluster_writes = {v for rule in cluster_rules for v in rule["verbs"]} & WRITES
-        assert bool(cluster_writes) == (value_set == "defaults")
+        assert bool(cluster_writes) == ("namespaced" not in value_set)
 
 
 def test_bindings_reference_rendered_roles_and_our_service_account(
@@ -104,13 +104,18 @@ def test_bindings_reference_rendered_roles_and_our_service_account(
         for r in objects
         if r["kind"] in {"Role", "ClusterRole"}
     }
-    account = of_kind(objects, "ServiceAccount")[0]["metadata"]
+    accounts = [
+        {"kind": "ServiceAccount", "name": a["metadata"]["name"], "namespace": "operators"}
+        for a in of_kind(objects, "ServiceAccount")
+        if a["metadata"]["namespace"] == "operators"
+    ]
     bindings = of_kind(objects, "RoleBinding") + of_kind(objects, "ClusterRoleBinding")
     assert bindings
     for binding in bindings:
         ref = binding["roleRef"]
         namespace = binding["metadata"].get("namespace") if ref["kind"] == "Role" else None
         assert (ref["kind"], namespace, ref["name"]) in roles
-        assert binding["subjects"] == [
-            {"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}
-        ]
+        # the operator's account, or the cleanup hook's for the hook's own role
+        (subject,) = binding["subjects"]
+        assert subject in accounts
+        assert subject["name"].endswith("-cleanup") == ref["name"].endswith("-cleanup")

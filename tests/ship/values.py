@@ -37,6 +37,12 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         "grafanaDashboard": {"enabled": True, "namespace": "monitoring"},
     },
     "single-no-leader-election": {"leaderElection": {"enabled": False}},
+    "cleanup-hook": {"cleanupOnUninstall": {"enabled": True}},
+    "cleanup-hook-namespaced": {
+        "cleanupOnUninstall": {"enabled": True},
+        "namespaces": ["team-a", "team-b"],
+        "managedBy": "esop.example.com",
+    },
     "everything": {
         "replicaCount": 3,
         "image": {

@@ -1,0 +1,68 @@
+"""The optional uninstall hook (cleanupOnUninstall): off by default; when on, a post-delete Job
+that runs `endpointslice-operator cleanup` with nothing more than list/delete on EndpointSlices."""
+
+from __future__ import annotations
+
+from tests.ship.conftest import rendered
+from tests.ship.values import of_kind, one, rules
+
+HOOK = "helm.sh/hook"
+
+
+def test_off_by_default() -> None:
+    assert not of_kind(rendered("defaults"), "Job")
+    assert not [o for o in rendered("defaults") if HOOK in o["metadata"].get("annotations", {})]
+
+
+def test_a_post_delete_job_with_its_own_account_and_rbac() -> None:
+    objects = rendered("cleanup-hook")
+    hooks = [o for o in objects if HOOK in o["metadata"].get("annotations", {})]
+    assert sorted(o["kind"] for o in hooks) == [
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Job",
+        "ServiceAccount",
+    ]
+    weights = {}
+    for obj in hooks:
+        annotations = obj["metadata"]["annotations"]
+        assert annotations[HOOK] == "post-delete"
+        assert annotations["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded"
+        weights[obj["kind"]] = int(annotations["helm.sh/hook-weight"])
+    # the account and its role exist before the binding, the binding before the Job
+    assert weights["ServiceAccount"] == weights["ClusterRole"] < weights["ClusterRoleBinding"]
+    assert weights["ClusterRoleBinding"] < weights["Job"]
+    job = one(objects, "Job")
+    spec = job["spec"]["template"]["spec"]
+    assert spec["restartPolicy"] == "Never"
+    assert spec["serviceAccountName"] == "eso-endpointslice-operator-cleanup"
+    (main,) = spec["containers"]
+    assert main["command"] == ["endpointslice-operator", "cleanup"]
+    assert main["args"] == ["--managed-by=endpointslice-operator.io"]
+    hook_rules = [rule for role, rule in rules(hooks) if role["kind"] == "ClusterRole"]
+    assert hook_rules == [
+        {
+            "apiGroups": ["discovery.k8s.io"],
+            "resources": ["endpointslices"],
+            "verbs": ["list", "delete"],
+        }
+    ]
+
+
+def test_namespaced_mode_cleans_only_the_watched_namespaces() -> None:
+    objects = rendered("cleanup-hook-namespaced")
+    (main,) = one(objects, "Job")["spec"]["template"]["spec"]["containers"]
+    assert main["args"] == [
+        "--managed-by=esop.example.com",
+        "--namespace=team-a",
+        "--namespace=team-b",
+    ]
+    hook_roles = [o for o in objects if o["metadata"]["name"].endswith("-cleanup")]
+    assert sorted((o["kind"], o["metadata"].get("namespace")) for o in hook_roles) == [
+        ("Job", "operators"),
+        ("Role", "team-a"),
+        ("Role", "team-b"),
+        ("RoleBinding", "team-a"),
+        ("RoleBinding", "team-b"),
+        ("ServiceAccount", "operators"),
+    ]
