@@ -221,10 +221,15 @@ def _ready_endpoints(emu: Emulator) -> int:
     return sum(1 for ep in _endpoints(emu) if (ep.get("conditions") or {}).get("ready"))
 
 
-async def run_demo(settings: Settings, keep_running: bool, out: TextIO) -> None:
+async def run_demo(
+    settings: Settings, keep_running: bool, out: TextIO, kubeconfig: Path | None = None
+) -> None:
     """The demo's three steps (see the module docstring), with ``settings`` for the operator
-    (its kubeconfig, leader election and metrics port are replaced by the demo's)."""
-    async with run_emulator(nodes=NODE_COUNT, pod_start_delay=POD_START_DELAY) as emu:
+    (its kubeconfig, leader election and metrics port are replaced by the demo's). The
+    emulator's kubeconfig is written to ``kubeconfig`` (default: a temporary file)."""
+    async with run_emulator(
+        nodes=NODE_COUNT, pod_start_delay=POD_START_DELAY, kubeconfig_path=kubeconfig
+    ) as emu:
         emu.store.create_namespace(NAMESPACE)
         emu.store.create(_service(settings.annotation_prefix))
         emu.store.create(_deployment(5))
@@ -271,10 +276,11 @@ async def run_demo(settings: Settings, keep_running: bool, out: TextIO) -> None:
             out.write(render_slices(_slices(emu)) + "\n" + step.writes() + "\n")
 
             if keep_running:
-                kubectl = f"kubectl --kubeconfig {emu.kubeconfig_path} -n {NAMESPACE}"
+                kubectl = f"kubectl -n {NAMESPACE}"
                 out.write(
                     f"\nThe emulator serves the API at {emu.url} with {NODE_COUNT} simulated "
                     "nodes; the operator keeps running.\n"
+                    f"  export KUBECONFIG={emu.kubeconfig_path}\n"
                     f"Try:\n  {kubectl} get endpointslices -o wide -w\n"
                     f"  {kubectl} scale deployment {SERVICE} --replicas 3\n"
                     f"  {kubectl} rollout restart deployment {SERVICE}   (terminating endpoints "
@@ -318,7 +324,20 @@ def main(argv: Sequence[str]) -> int:
         action="store_true",
         help="keep the emulator and the operator up afterwards (for kubectl) until Ctrl-C",
     )
+    parser.add_argument(
+        "--write-kubeconfig",
+        metavar="PATH",
+        type=Path,
+        default=None,
+        help="with --keep-running: where to write the emulator's kubeconfig "
+        "(default: ./demo.kubeconfig)",
+    )
     args, rest = parser.parse_known_args(list(argv))
+    kubeconfig: Path | None = args.write_kubeconfig
+    if args.keep_running and kubeconfig is None:
+        kubeconfig = Path("demo.kubeconfig")
+    if kubeconfig is not None:
+        kubeconfig = kubeconfig.absolute()
     try:
         settings = load_settings(rest, os.environ)
     except SettingsError as exc:
@@ -328,7 +347,7 @@ def main(argv: Sequence[str]) -> int:
     explicit_level = "--log-level" in " ".join(rest) or f"{ENV_PREFIX}LOG_LEVEL" in os.environ
     configure_logging(settings.log_format, settings.log_level if explicit_level else "warning")
     try:
-        asyncio.run(run_demo(settings, args.keep_running, sys.stdout))
+        asyncio.run(run_demo(settings, args.keep_running, sys.stdout, kubeconfig))
     except KeyboardInterrupt:
         pass
     except Exception as exc:
