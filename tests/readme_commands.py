@@ -1,0 +1,119 @@
+"""Every command the README shows, and which test runs it as written (or why none can).
+
+A command is a line of a ``sh`` code block (continuation lines joined, trailing comments
+dropped) or an inline code span that starts with one of :data:`PROGRAMS` and has arguments.
+``tests/ship/test_readme_commands.py`` checks that each one is claimed here; the tests named in
+:data:`RUN_BY` take the command text from the README itself and execute it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+PROGRAMS = ("make", "kubectl", "helm", "docker", "kind", "endpointslice-operator", "source")
+PROGRAMS += ("export", "kube-controller-manager")
+
+_FENCE = re.compile(r"```sh\n(.*?)```", re.S)
+_INLINE = re.compile(rf"`((?:{'|'.join(map(re.escape, PROGRAMS))}) [^`]+)`")
+
+E2E = "tests/e2e/test_readme_commands.py"
+REAL = "tests/realcluster/test_readme_commands.py"
+
+#: command -> the test (file::function) that runs it as written.
+RUN_BY: dict[str, str] = {
+    "make venv": f"{E2E}::test_try_it_without_a_cluster",
+    "source .venv/bin/activate": f"{E2E}::test_try_it_without_a_cluster",
+    "endpointslice-operator demo --keep-running": f"{E2E}::test_try_it_without_a_cluster",
+    "export KUBECONFIG=$PWD/demo.kubeconfig": f"{E2E}::test_try_it_without_a_cluster",
+    "kubectl get nodes -L topology.kubernetes.io/zone": f"{E2E}::test_try_it_without_a_cluster",
+    "kubectl apply -f deploy/examples/web.yaml": f"{E2E}::test_try_it_without_a_cluster",
+    "kubectl rollout status deployment/web": f"{E2E}::test_try_it_without_a_cluster",
+    "kubectl get endpointslices -l kubernetes.io/service-name=web -o custom-columns="
+    "'NAME:.metadata.name,MANAGER:.metadata.labels.endpointslice\\.kubernetes\\.io/managed-by,"
+    "IPS:.endpoints[*].addresses[0]'": f"{E2E}::test_try_it_without_a_cluster",
+    "kubectl scale deployment/web --replicas 5": f"{E2E}::test_try_it_without_a_cluster",
+    "kubectl rollout restart deployment/web": f"{E2E}::test_try_it_without_a_cluster",
+    "kubectl get endpointslices -l kubernetes.io/service-name=web -o yaml": (
+        f"{E2E}::test_try_it_without_a_cluster"
+    ),
+    "make run": f"{E2E}::test_make_run_without_a_cluster",
+    "make run ARGS='--log-level debug'": f"{E2E}::test_make_run_without_a_cluster",
+    "endpointslice-operator emulator --nodes 3": f"{E2E}::test_the_emulator_on_its_own",
+    "kubectl describe service web": f"{E2E}::test_service_commands_on_the_emulator",
+    "kubectl delete endpointslices -l kubernetes.io/service-name=web,"
+    "endpointslice.kubernetes.io/managed-by=endpointslice-controller.k8s.io": (
+        f"{E2E}::test_service_commands_on_the_emulator"
+    ),
+    "endpointslice-operator cleanup": f"{E2E}::test_service_commands_on_the_emulator",
+    "kubectl apply -f deploy/": f"{REAL}::test_plain_manifests_install_and_uninstall",
+    "kubectl delete -f deploy/": f"{REAL}::test_plain_manifests_install_and_uninstall",
+}
+
+_NO_HELM = (
+    "needs the helm binary, which CI machines do not have; the chart is rendered by Helm's own "
+    "engine (helm-python-sdk), linted and schema-validated in tests/ship, and its default "
+    "rendering is what `kubectl apply -f deploy/` installs in " + REAL
+)
+_NO_DOCKER = (
+    "needs a Docker daemon, which CI machines do not have; tests/ship checks the Dockerfile "
+    "and installs what the image installs"
+)
+
+#: command -> why no test runs it.
+NOT_RUN: dict[str, str] = {
+    "make test": "is what CI runs (.ci/run runs exactly this command)",
+    "helm install endpointslice-operator ./chart --namespace endpointslice-operator "
+    "--create-namespace": _NO_HELM,
+    "helm uninstall endpointslice-operator -n endpointslice-operator": _NO_HELM,
+    "helm upgrade endpointslice-operator ./chart -n endpointslice-operator": _NO_HELM,
+    "kubectl -n endpointslice-operator rollout status deployment/endpointslice-operator": (
+        "waits for the operator's pod to run, and the real control plane in CI has no kubelet; "
+        "the realcluster tests run the operator as a process instead"
+    ),
+    "docker build -t endpointslice-operator:0.1.0 .": _NO_DOCKER,
+    "kind load docker-image endpointslice-operator:0.1.0": "needs Docker and kind. " + _NO_DOCKER,
+    "kube-controller-manager --controllers=*,-endpointslice-controller": (
+        "a flag of the user's own control plane; the realcluster tests run kube-controller-"
+        "manager with its default controllers, as the reference to compare with"
+    ),
+}
+
+
+def _strip_comment(line: str) -> str:
+    return re.split(r"\s{2,}#", line, maxsplit=1)[0].rstrip()
+
+
+def block_commands(block: str) -> list[str]:
+    """The commands of one ``sh`` block: continuation lines joined, comments dropped."""
+    joined = re.sub(r"\\\n\s*", "", block)
+    commands = []
+    for line in joined.splitlines():
+        line = _strip_comment(line)
+        if line and not line.lstrip().startswith("#"):
+            commands.append(re.sub(r"\s+", " ", line.strip()))
+    return commands
+
+
+def blocks(text: str) -> list[str]:
+    return _FENCE.findall(text)
+
+
+def section(text: str, title: str) -> str:
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else None]
+
+
+def all_commands(text: str) -> list[str]:
+    """Every command of the README, in order, each once."""
+    found = [command for block in blocks(text) for command in block_commands(block)]
+    found += [re.sub(r"\s+", " ", span) for span in _INLINE.findall(_FENCE.sub("", text))]
+    return list(dict.fromkeys(found))
+
+
+def readme() -> str:
+    return README.read_text(encoding="utf-8")
