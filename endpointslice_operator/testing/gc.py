@@ -8,12 +8,7 @@ the request that caused them.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
-from collections import deque
-
-from endpointslice_operator.testing.errors import ApiError
+from endpointslice_operator.testing.control_loop import ControlLoop
 from endpointslice_operator.testing.resources import ResourceInfo
 from endpointslice_operator.testing.store import (
     FOREGROUND_FINALIZER,
@@ -25,63 +20,34 @@ from endpointslice_operator.testing.store import (
 from endpointslice_operator.testing.strategy import has_finalizers
 from endpointslice_operator.testing.watch import ADDED, DELETED, Event
 
-logger = logging.getLogger(__name__)
+WorkItem = tuple[str, ResourceInfo, str, str, str]  # (action, resource, namespace, name, uid)
+KUBELET = "kubelet"
 
-WorkItem = tuple[str, ResourceInfo, str, str]  # (action, resource, namespace, name)
 
-
-class Controllers:
+class Controllers(ControlLoop[WorkItem]):
     """Garbage collection, namespace deletion and graceful pod deletion for one store."""
 
+    name = "controllers"
+
     def __init__(self, store: Store) -> None:
+        super().__init__()
         self.store = store
-        self._queue: deque[WorkItem] = deque()
-        self._queued: set[WorkItem] = set()
-        self._wakeup = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._idle.set()
-        self._task: asyncio.Task[None] | None = None
-        self._timers: dict[str, asyncio.TimerHandle] = {}
         store.add_listener(self._on_event)
-
-    async def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="emulator-controllers")
-
-    async def stop(self) -> None:
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-
-    async def wait_idle(self) -> None:
-        """Return once no garbage-collection or namespace work is pending."""
-        while self._queue or not self._idle.is_set():
-            await self._idle.wait()
-            await asyncio.sleep(0)
 
     # -----------------------------------------------------------------------------------------
     # Event intake (synchronous, inside the store's commit)
 
     def _enqueue(self, action: str, info: ResourceInfo, namespace: str, name: str) -> None:
-        item = (action, info, namespace, name)
-        if item not in self._queued:
-            self._queued.add(item)
-            self._queue.append(item)
-            self._idle.clear()
-            self._wakeup.set()
+        self.enqueue((action, info, namespace, name, ""))
 
     def _on_event(self, event: Event) -> None:
         info, obj = event.info, event.obj
         meta = obj["metadata"]
         namespace, name = meta.get("namespace", "") or "", meta["name"]
         uid = meta.get("uid", "")
+        kubelet = (KUBELET, info, namespace, name, uid)
         if event.type == DELETED:
-            self._cancel_timer(uid)
+            self.cancel(kubelet)
             for dep_info, dep_ns, dep_name in self.store.dependents_of(uid):
                 self._enqueue("collect", dep_info, dep_ns, dep_name)
             for ref in meta.get("ownerReferences") or []:
@@ -106,59 +72,24 @@ class Controllers:
             grace = meta.get("deletionGracePeriodSeconds") or 0
             old_meta = (event.old or {}).get("metadata") or {}
             if grace > 0 and grace != old_meta.get("deletionGracePeriodSeconds"):
-                # A new or shortened grace period (other writes leave the countdown alone).
-                self._schedule_kubelet(info, namespace, name, uid, grace)
-
-    def _schedule_kubelet(
-        self, info: ResourceInfo, namespace: str, name: str, uid: str, grace: int
-    ) -> None:
-        self._cancel_timer(uid)
-        loop = asyncio.get_running_loop()
-        self._timers[uid] = loop.call_later(grace, self._kubelet_delete, info, namespace, name, uid)
-
-    def _cancel_timer(self, uid: str) -> None:
-        timer = self._timers.pop(uid, None)
-        if timer is not None:
-            timer.cancel()
-
-    def _kubelet_delete(self, info: ResourceInfo, namespace: str, name: str, uid: str) -> None:
-        self._timers.pop(uid, None)
-        try:
-            self.store.finish_graceful_deletion(info, namespace, name, uid)
-        except ApiError as error:  # the pod changed meanwhile (e.g. a finalizer was added)
-            logger.debug("graceful deletion of %s/%s failed: %s", namespace, name, error)
+                # A new or shortened grace period (other writes leave the countdown alone):
+                # the kubelet deletes the pod for good when it is over.
+                self.after(grace, kubelet)
 
     # -----------------------------------------------------------------------------------------
-    # Work loop
+    # Work
 
-    async def _run(self) -> None:
-        while True:
-            await self._wakeup.wait()
-            self._wakeup.clear()
-            while self._queue:
-                item = self._queue.popleft()
-                self._queued.discard(item)
-                action, info, namespace, name = item
-                try:
-                    if action == "collect":
-                        self._collect(info, namespace, name)
-                    elif action == "owner":
-                        self._process_owner(info, namespace, name)
-                    else:
-                        self._process_namespace(name)
-                except ApiError as error:
-                    # Conflicts with concurrent writers: the next event re-queues the object.
-                    logger.debug(
-                        "controller action %s on %s/%s: %s", action, namespace, name, error
-                    )
-                except Exception:
-                    # A bug here must not stop garbage collection for the rest of the run.
-                    logger.exception(
-                        "controller action %s on %s/%s failed", action, namespace, name
-                    )
-                await asyncio.sleep(0)
-            if not self._queue:
-                self._idle.set()
+    def sync(self, key: WorkItem) -> None:
+        action, info, namespace, name, uid = key
+        if action == "collect":
+            self._collect(info, namespace, name)
+        elif action == "owner":
+            self._process_owner(info, namespace, name)
+        elif action == KUBELET:
+            # Fails with a conflict when the pod changed meanwhile (e.g. a finalizer was added).
+            self.store.finish_graceful_deletion(info, namespace, name, uid)
+        else:
+            self._process_namespace(name)
 
     def _collect(self, info: ResourceInfo, namespace: str, name: str) -> None:
         """attemptToDeleteItem: delete a dependent whose owners are all gone, or drop the

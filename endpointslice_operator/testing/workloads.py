@@ -47,6 +47,20 @@ def controller_of(obj: JSON, kind: str) -> JSON | None:
     return None
 
 
+def controlled(store: Store, owner: JSON, plural: str) -> list[JSON]:
+    """The objects of ``plural`` in the owner's namespace whose controller is ``owner``."""
+    uid = owner["metadata"]["uid"]
+    namespace = owner["metadata"]["namespace"]
+    found = []
+    for info, ns, name in store.dependents_of(uid):
+        if info.plural != plural or ns != namespace:
+            continue
+        obj = store.get(info, ns, name)
+        if obj is not None and (controller_of(obj, owner["kind"]) or {}).get("uid") == uid:
+            found.append(obj)
+    return found
+
+
 def _owner_reference(owner: JSON) -> JSON:
     return {
         "apiVersion": owner["apiVersion"],
@@ -101,15 +115,22 @@ def _keep_transition_times(new: list[JSON], old: list[JSON]) -> list[JSON]:
     return new
 
 
-class ReplicaSetController(ControlLoop[Key]):
-    """Keeps ``spec.replicas`` active pods per ReplicaSet and reports them in its status."""
-
-    name = "replicaset-controller"
+class _StoreLoop(ControlLoop[Key]):
+    """A control loop fed by the store's committed events (see :meth:`_on_event`)."""
 
     def __init__(self, store: Store) -> None:
         super().__init__()
         self.store = store
         store.add_listener(self._on_event)
+
+    def _on_event(self, event: Event) -> None:
+        raise NotImplementedError
+
+
+class ReplicaSetController(_StoreLoop):
+    """Keeps ``spec.replicas`` active pods per ReplicaSet and reports them in its status."""
+
+    name = "replicaset-controller"
 
     def _on_event(self, event: Event) -> None:
         meta = event.obj["metadata"]
@@ -121,18 +142,6 @@ class ReplicaSetController(ControlLoop[Key]):
             if ref is not None:
                 self.enqueue((namespace, ref["name"]))
 
-    def _pods(self, rs: JSON) -> list[JSON]:
-        uid = rs["metadata"]["uid"]
-        namespace = rs["metadata"]["namespace"]
-        pods = []
-        for info, ns, name in self.store.dependents_of(uid):
-            if info.key != "pods" or ns != namespace:
-                continue
-            pod = self.store.get("pods", ns, name)
-            if pod is not None and (controller_of(pod, "ReplicaSet") or {}).get("uid") == uid:
-                pods.append(pod)
-        return pods
-
     def sync(self, key: Key) -> None:
         namespace, name = key
         rs = self.store.get("replicasets", namespace, name)
@@ -140,7 +149,7 @@ class ReplicaSetController(ControlLoop[Key]):
             return
         spec = rs.get("spec") or {}
         selector = selector_from_match_labels(spec.get("selector"))
-        active = [p for p in self._pods(rs) if is_pod_active(p)]
+        active = [p for p in controlled(self.store, rs, "pods") if is_pod_active(p)]
         wanted = int(spec.get("replicas", 1))
         if len(active) < wanted:
             active.extend(self._create_pod(rs) for _ in range(wanted - len(active)))
@@ -189,19 +198,15 @@ class ReplicaSetController(ControlLoop[Key]):
             "kind": "Pod",
             "metadata": pod_meta,
             "spec": template.get("spec") or {},
+            "status": {"phase": "Pending"},  # what the API server's create would give it
         }
         return self.store.create(pod)
 
 
-class DeploymentController(ControlLoop[Key]):
+class DeploymentController(_StoreLoop):
     """Rolls a Deployment's pods out through ReplicaSets and reports progress in its status."""
 
     name = "deployment-controller"
-
-    def __init__(self, store: Store) -> None:
-        super().__init__()
-        self.store = store
-        store.add_listener(self._on_event)
 
     def _on_event(self, event: Event) -> None:
         meta = event.obj["metadata"]
@@ -213,17 +218,6 @@ class DeploymentController(ControlLoop[Key]):
             if ref is not None:
                 self.enqueue((namespace, ref["name"]))
 
-    def _replica_sets(self, deployment: JSON) -> list[JSON]:
-        uid = deployment["metadata"]["uid"]
-        namespace = deployment["metadata"]["namespace"]
-        owned = []
-        for info, ns, name in self.store.dependents_of(uid):
-            if info.key == "replicasets.apps" and ns == namespace:
-                rs = self.store.get("replicasets", ns, name)
-                if rs is not None and (controller_of(rs, "Deployment") or {}).get("uid") == uid:
-                    owned.append(rs)
-        return sorted(owned, key=lambda r: str(r["metadata"].get("creationTimestamp", "")))
-
     def sync(self, key: Key) -> None:
         namespace, name = key
         deployment = self.store.get("deployments", namespace, name)
@@ -232,7 +226,10 @@ class DeploymentController(ControlLoop[Key]):
         spec = deployment.get("spec") or {}
         replicas = int(spec.get("replicas", 1))
         template_hash_ = template_hash(spec.get("template") or {})
-        owned = self._replica_sets(deployment)
+        owned = sorted(
+            controlled(self.store, deployment, "replicasets"),
+            key=lambda r: str(r["metadata"].get("creationTimestamp", "")),
+        )
         new = next(
             (r for r in owned if r["metadata"].get("labels", {}).get(HASH_LABEL) == template_hash_),
             None,

@@ -100,19 +100,19 @@ async def test_run_without_any_cluster_configuration_fails_cleanly(tmp_path: Pat
     ]
 
 
-async def _command(*argv: str) -> tuple[int, list[str]]:
-    """Run ``endpointslice-operator ARGV...``; its exit code and stderr lines."""
+async def _cli(*argv: str) -> tuple[int, list[str], list[str]]:
+    """Run ``endpointslice-operator ARGV...``: its exit code, stdout and stderr lines."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "endpointslice_operator",
         *argv,
-        stdout=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    out, err = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode is not None
-    return process.returncode, stderr.decode().splitlines()
+    return process.returncode, out.decode().splitlines(), err.decode().splitlines()
 
 
 async def test_a_taken_port_is_one_line_naming_the_flag(tmp_path: Path) -> None:
@@ -121,7 +121,7 @@ async def test_a_taken_port_is_one_line_naming_the_flag(tmp_path: Path) -> None:
         taken.listen()
         port = taken.getsockname()[1]
         async with run_emulator() as emu:
-            code, err = await _command(
+            code, _, err = await _cli(
                 "run",
                 "--kubeconfig",
                 str(emu.kubeconfig_path),
@@ -136,7 +136,7 @@ async def test_a_taken_port_is_one_line_naming_the_flag(tmp_path: Path) -> None:
         assert f"cannot listen on 127.0.0.1:{port} (--metrics-host / --metrics-port)" in line
         assert not any("Traceback" in line for line in err)
 
-        code, err = await _command(
+        code, _, err = await _cli(
             "emulator", "--port", str(port), "--kubeconfig", str(tmp_path / "k")
         )
         assert code == 2
@@ -159,12 +159,12 @@ async def test_cleanup_deletes_only_our_slices(tmp_path: Path) -> None:
             foreign_slice(emu, "web-custom", "web", "custom.example.com"),
         ]
         kubeconfig = str(emu.kubeconfig_path)
-        code, out = await _run("cleanup", "--kubeconfig", kubeconfig, "--dry-run")
+        code, out, _ = await _cli("cleanup", "--kubeconfig", kubeconfig, "--dry-run")
         assert code == 0
         assert out[-1] == "would delete 2 EndpointSlice(s) managed by endpointslice-operator.io"
         assert len(emu.store.list("endpointslices")) == 4
 
-        code, out = await _run("cleanup", "--kubeconfig", kubeconfig, "--namespace", "other")
+        code, out, _ = await _cli("cleanup", "--kubeconfig", kubeconfig, "--namespace", "other")
         assert (code, out) == (
             0,
             [
@@ -172,12 +172,12 @@ async def test_cleanup_deletes_only_our_slices(tmp_path: Path) -> None:
                 "deleted 1 EndpointSlice(s) managed by endpointslice-operator.io",
             ],
         )
-        code, out = await _run("cleanup", "--kubeconfig", kubeconfig)
+        code, out, _ = await _cli("cleanup", "--kubeconfig", kubeconfig)
         assert out == [
             f"deleted endpointslice {NS}/web-a",
             "deleted 1 EndpointSlice(s) managed by endpointslice-operator.io",
         ]
-        code, out = await _run(
+        code, out, _ = await _cli(
             "cleanup", "--kubeconfig", kubeconfig, "--managed-by", "custom.example.com"
         )
         assert out[-1] == "deleted 1 EndpointSlice(s) managed by custom.example.com"
@@ -185,19 +185,3 @@ async def test_cleanup_deletes_only_our_slices(tmp_path: Path) -> None:
         assert remaining == {"web-kcm"}
         assert ours and theirs
         assert emu.requests.count(verb="delete", resource="endpointslices") == 3
-
-
-async def _run(*argv: str) -> tuple[int, list[str]]:
-    """``endpointslice-operator ARGV...``: its exit code and stdout lines."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "endpointslice_operator",
-        *argv,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode is not None
-    assert not err, err.decode()
-    return process.returncode, out.decode().splitlines()
