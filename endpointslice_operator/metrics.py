@@ -10,8 +10,9 @@ operators, or several tests, can coexist in one process):
 * the client-go workqueue metrics (``workqueue_*`` with a ``name`` label), see
   :class:`WorkqueueMetrics`;
 * the operator's own additions: ``endpoint_slice_controller_sync_duration_seconds``,
-  ``endpointslice_operator_queue_dropped_total``, ``endpointslice_operator_leader`` and
-  ``endpointslice_operator_state_resets_total``.
+  ``endpointslice_operator_queue_dropped_total``, ``endpointslice_operator_leader``,
+  ``endpointslice_operator_state_resets_total`` and
+  ``endpointslice_operator_write_budget_wait_seconds_total``.
 
 Two details of prometheus_client would make the exposition differ from upstream's Go client, so
 this module renders the text format itself (:func:`render_registry`):
@@ -383,9 +384,18 @@ class OperatorMetrics:
             "one already seen) and the operator dropped its indexes and listed everything again",
             registry=r,
         )
+        self.budget_wait = ExactCounter(
+            "endpointslice_operator_write_budget_wait_seconds_total",
+            "Seconds writes waited for the client-side write budget (--kube-api-qps, "
+            "--kube-api-burst)",
+            registry=r,
+        )
         self.workqueue = WorkqueueMetrics(r)
 
     # -- convenience API used by the controller ------------------------------------------------
+
+    def record_budget_wait(self, seconds: float) -> None:
+        self.budget_wait.inc(seconds)
 
     def record_state_reset(self) -> None:
         self.state_resets.inc()

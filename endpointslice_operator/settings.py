@@ -138,10 +138,12 @@ class Settings(BaseSettings):
     managed_by: str = "endpointslice-operator.io"
     annotation_prefix: str = "endpointslice-operator.io"
     max_endpoints_per_slice: int = 100
-    batch_period: float = 0.0
+    batch_period: float = 1.0
     workers: int = 5
     qps: float = 10.0
     burst: int = 100
+    kube_api_qps: float = 20.0
+    kube_api_burst: int = 30
     namespaces: Annotated[tuple[str, ...], NoDecode] = ()
     metrics_port: int = 8080
     metrics_host: str = "0.0.0.0"
@@ -202,7 +204,12 @@ class Settings(BaseSettings):
     def _port_range(cls, value: int) -> int:
         return int(_between(0, 65535)(value))
 
-    @field_validator("qps", mode="after")
+    @field_validator("kube_api_burst", mode="after")
+    @classmethod
+    def _api_burst_range(cls, value: int) -> int:
+        return int(_between(1)(value))
+
+    @field_validator("qps", "kube_api_qps", mode="after")
     @classmethod
     def _qps_positive(cls, value: float) -> float:
         if not value > 0:
@@ -349,9 +356,12 @@ SETTINGS_TABLE: tuple[SettingSpec, ...] = (
     SettingSpec(
         "batch_period",
         "--batch-period",
-        "0",
-        "Delay of syncs triggered by Pod changes, so that changes within it coalesce into one "
-        "sync: seconds or a duration (`1.5`, `1s`, `500ms`).",
+        "1",
+        "Upper bound of the delay added to syncs triggered by Pod changes: a change to a "
+        "Service that is quiet is synced at once; one to a Service synced less than this long "
+        "ago waits a short delay that doubles with each such change (50 ms, 100 ms, ...) up to "
+        "this bound, so that a burst coalesces into few writes. Seconds or a duration (`1.5`, "
+        "`1s`, `500ms`); `0`: every change at once.",
         metavar="DURATION",
     ),
     SettingSpec(
@@ -373,6 +383,22 @@ SETTINGS_TABLE: tuple[SettingSpec, ...] = (
         "--burst",
         "100",
         "Burst of the work queue's global token bucket.",
+        metavar="N",
+    ),
+    SettingSpec(
+        "kube_api_qps",
+        "--kube-api-qps",
+        "20",
+        "Client-side budget of the operator's API writes (EndpointSlices and Events), in "
+        "requests per second, as kube-controller-manager's flag of the same name; watches are "
+        "not counted.",
+        metavar="RATE",
+    ),
+    SettingSpec(
+        "kube_api_burst",
+        "--kube-api-burst",
+        "30",
+        "Burst of that budget (writes allowed at once after a quiet period).",
         metavar="N",
     ),
     SettingSpec(

@@ -27,10 +27,11 @@ def test_defaults() -> None:
     assert settings.managed_by == "endpointslice-operator.io"
     assert settings.annotation_prefix == "endpointslice-operator.io"
     assert settings.max_endpoints_per_slice == 100
-    assert settings.batch_period == 0.0
+    assert settings.batch_period == 1.0  # an upper bound: quiet Services are synced at once
     assert settings.workers == 5
     assert settings.qps == 10.0
     assert settings.burst == 100
+    assert (settings.kube_api_qps, settings.kube_api_burst) == (20.0, 30)  # as KCM's
     assert settings.namespaces == ()
     assert settings.metrics_port == 8080
     assert settings.metrics_host == "0.0.0.0"

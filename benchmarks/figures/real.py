@@ -10,84 +10,44 @@ phases of pod changes, one change at a time, waiting after each until both publi
 * writes: EndpointSlice ADDED / MODIFIED / DELETED events of each manager on one watch of the
   namespace, per phase; the figure is ours with kube-controller-manager's as the baseline;
 * flip latency: from the response to a pod's status PATCH to the watch event of the slice that
-  shows the new readiness, for each controller.
+  shows the new readiness, for each controller;
+* bursts (:mod:`benchmarks.lib.bursts`): Service pairs in a namespace of their own, pods
+  created, flipped and deleted as fast as 16 parallel API calls go; writes and convergence of
+  each controller per phase (``writes_burst_<phase>``, ``converge_burst_<phase>_s``, and the
+  worst phase's ratios ``writes_burst_ratio_vs_kcm`` and ``converge_burst_ratio_vs_kcm``).
+  Both run with their defaults: kube-controller-manager's client budget (``--kube-api-qps`` 20,
+  ``--kube-api-burst`` 30) and batch period 0, the operator's same budget and its 1 s bound.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import os
 import statistics
 import sys
 import tempfile
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from endpointslice_operator.testing.controlplane import ControlPlane, missing_assets
 from tests.realcluster import objects as o
-from tests.realcluster.kube import KCM, LABEL_MANAGED_BY, OURS, Kube
+from tests.realcluster.kube import KCM, OURS, Kube
 from tests.realcluster.operator_process import running
 from tests.realcluster.parity import Twins
 
 from ..figure import Figure
+from ..lib.bursts import Pairs, Recorder, Sizes, recording
+from .bursts import figures as burst_figures
 
 NS = "bench"
+BURST_NS = "bursts"
 SIZES = {"tiny": (3, 4, 2), "quick": (20, 40, 10), "full": (100, 300, 50)}
 """Pods arriving, readiness flips, deletions: per mode."""
-
-
-@dataclass
-class Recorder:
-    """Every EndpointSlice event of the namespace, with its arrival time."""
-
-    events: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
-
-    def writes(self, manager: str, since: int = 0) -> int:
-        return sum(
-            1
-            for _, event in self.events[since:]
-            if event.get("type") in ("ADDED", "MODIFIED", "DELETED")
-            and event["object"]["metadata"].get("labels", {}).get(LABEL_MANAGED_BY) == manager
-        )
-
-    def shown(self, manager: str, pod: str, ready: bool, after: float) -> float | None:
-        """Arrival time of the first event of ``manager`` after ``after`` showing ``pod`` so."""
-        for at, event in self.events:
-            obj = event["object"]
-            if at < after or obj["metadata"].get("labels", {}).get(LABEL_MANAGED_BY) != manager:
-                continue
-            for endpoint in obj.get("endpoints") or []:
-                if (endpoint.get("targetRef") or {}).get("name") == pod and bool(
-                    endpoint.get("conditions", {}).get("ready")
-                ) is ready:
-                    return at
-        return None
-
-
-@contextlib.asynccontextmanager
-async def recording(kube: Kube, path: str) -> AsyncIterator[Recorder]:
-    recorder = Recorder()
-    version = (await kube.get(path))["metadata"]["resourceVersion"]
-    loop = asyncio.get_running_loop()
-    params = {"watch": "true", "resourceVersion": version, "timeoutSeconds": "3600"}
-
-    async def read() -> None:
-        async with kube.session.get(kube.base + path, params=params) as response:
-            async for line in response.content:
-                if line.strip():
-                    recorder.events.append((loop.time(), json.loads(line)))
-
-    task = asyncio.create_task(read())
-    try:
-        yield recorder
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
+BURST_SIZES = {
+    "tiny": Sizes(pairs=3, pods_per_pair=4, flips=12, deletions=4),
+    "quick": Sizes(pairs=40, pods_per_pair=10, flips=600, deletions=100),
+    "full": Sizes(pairs=200, pods_per_pair=10, flips=3000, deletions=500),
+}
+"""Service pairs, pods per pair, flips, deletions of the burst phases (the issue's: full)."""
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -106,10 +66,26 @@ async def _run(mode: str, workdir: Path) -> list[Figure]:
             )
             await o.node(kube, "node-a", "zone-a")
             await o.node(kube, "node-b", "zone-b")
-            async with running(plane.kubeconfig, workdir / "operator.log", "--namespace", NS):
+            await kube.create(
+                "/api/v1/namespaces",
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": BURST_NS}},
+            )
+            sizes = BURST_SIZES.get(mode, BURST_SIZES["quick"])
+            services = []
+            for pair in range(sizes.pairs):
+                twins = Twins(kube, BURST_NS, f"p{pair:04d}", {"pair": f"p{pair:04d}"})
+                await twins.create()
+                services.append((twins.ours, twins.kcm))
+            namespaces = ("--namespace", NS, "--namespace", BURST_NS)
+            async with running(plane.kubeconfig, workdir / "operator.log", *namespaces):
                 path = f"/apis/discovery.k8s.io/v1/namespaces/{NS}/endpointslices"
                 async with recording(kube, path) as recorder:
-                    return await _phases(kube, recorder, arrivals, flips, deletions)
+                    figures = await _phases(kube, recorder, arrivals, flips, deletions)
+                path = f"/apis/discovery.k8s.io/v1/namespaces/{BURST_NS}/endpointslices"
+                async with recording(kube, path) as burst_recorder:
+                    pairs = Pairs(kube, BURST_NS, (OURS, KCM), services, sizes)
+                    results = await pairs.run(burst_recorder)
+                return figures + burst_figures(results, OURS, KCM)
     raise AssertionError("unreachable")  # pragma: no cover
 
 

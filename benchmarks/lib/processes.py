@@ -196,9 +196,15 @@ async def _wait_ready(
 
 @contextlib.asynccontextmanager
 async def operator_process(
-    kubeconfig: Path, *, batch_period: float = 0.0, extra: Sequence[str] = ()
+    kubeconfig: Path,
+    *,
+    batch_period: float = 0.0,
+    extra: Sequence[str] = (),
+    module: str = "endpointslice_operator",
 ) -> AsyncIterator[OperatorHandle]:
-    """``endpointslice-operator run`` against ``kubeconfig``, without leader election, ready."""
+    """``endpointslice-operator run`` against ``kubeconfig``, without leader election, ready
+    (``module``: another ``python -m`` entry point taking the same arguments, such as
+    :mod:`benchmarks.lib.kcm_like`)."""
     port = free_port()
     args = [
         "run",
@@ -213,7 +219,7 @@ async def operator_process(
     metrics_url = f"http://127.0.0.1:{port}"
     began = time.perf_counter()
     async with (
-        spawn("endpointslice_operator", args, profile_name="operator") as (process, log),
+        spawn(module, args, profile_name="operator") as (process, log),
         aiohttp.ClientSession() as session,
     ):
         await _wait_ready(session, f"{metrics_url}/readyz", process, log)

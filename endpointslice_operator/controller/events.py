@@ -22,6 +22,7 @@ from typing import Any, cast
 
 from kubernetes_asyncio.client import ApiClient, CoreV1Api
 
+from endpointslice_operator.controller.budget import WriteBudget
 from endpointslice_operator.controller.writer import ApiError, raise_for_status
 
 __all__ = ["EVENT_SOURCE_COMPONENT", "NORMAL", "WARNING", "EventRecorder"]
@@ -72,8 +73,10 @@ class EventRecorder:
         instance: str = "",
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         cache_size: int = 4096,
+        budget: WriteBudget | None = None,
     ) -> None:
         self._api = CoreV1Api(api_client)
+        self._budget = budget  # Events count against the write budget, as in client-go
         self._component = component
         self._instance = instance
         self._clock = clock
@@ -140,6 +143,8 @@ class EventRecorder:
                 "lastTimestamp": now,
                 "count": 1,
             }
+            if self._budget is not None:
+                await self._budget.acquire()
             response = await self._api.create_namespaced_event(
                 namespace, cast(Any, body), _preload_content=False
             )
@@ -166,6 +171,8 @@ class EventRecorder:
         seen.count += 1
         patch = {"count": seen.count, "lastTimestamp": now, "message": message}
         try:
+            if self._budget is not None:
+                await self._budget.acquire()
             response = await self._api.patch_namespaced_event(
                 seen.name, namespace, patch, _preload_content=False
             )

@@ -8,7 +8,9 @@ event -> key rules (reference C.2):
 * Service add/update/delete: the Service at once (Services that are not ours, never were and
   have no slices of ours are skipped; upstream needs no such filter because it reconciles
   every Service).
-* Pod add/delete: the Services selecting it, after the batch period. Pod update: ignored for
+* Pod add/delete: the Services selecting it, at once when the Service is quiet, else after a
+  short growing delay bounded by the batch period (``ServiceQueue.add_coalesced``; with
+  ``coalesce=False``, upstream's fixed delay of one batch period). Pod update: ignored for
   an unchanged resourceVersion or when neither ``pod_changed`` nor ``labels_changed`` holds;
   otherwise the Services selecting the new labels (only ``pod_changed``), or the union (both)
   or symmetric difference (only ``labels_changed``) of those selecting the old and new labels.
@@ -123,11 +125,13 @@ class EventRouter:
         tracker: EndpointSliceTracker,
         topology: TopologyCache | None,
         batch_period: float,
+        coalesce: bool = True,
     ) -> None:
         self.indexes = indexes
         self.tracker = tracker
         self.topology = topology
         self.batch_period = batch_period
+        self.coalesce = coalesce
         self.queue: ServiceQueue | None = None
         self.events_seen = 0
         self.watermark = Watermark()
@@ -307,8 +311,13 @@ class EventRouter:
         self._queue_pod_services(namespace, keys)
 
     def _queue_pod_services(self, namespace: str, keys: set[str]) -> None:
+        if self.queue is None:
+            return
         for key in keys:
-            self._add_after(key, self.batch_period)
+            if self.coalesce:
+                self.queue.add_coalesced(key, self.batch_period)
+            else:
+                self.queue.add_after(key, self.batch_period)
 
     # -- endpoint slices ----------------------------------------------------------------------
 

@@ -35,6 +35,14 @@ kube-controller-manager's EndpointSlice controller feeds ``namespace/name`` keys
   count towards the retry budget. Upstream spends budget on them, so a burst of pod events
   arriving before a write's watch echo could drop a healthy key (docs/reliability.md, "Found
   along the way" 3). Real failures still drop the key after ``max_retries``.
+* **Coalescing adds** (``add_coalesced``, not in client-go; the operator's pod-triggered syncs
+  use it, docs/performance.md "Writes"). An isolated change is queued at once; a change to a
+  key whose last sync *started* less than ``bound`` seconds ago waits a short delay that
+  doubles with each such change (:data:`COALESCE_BASE`, 2x, ... capped at ``bound``), so a
+  burst of changes becomes a few syncs, each of the freshest state, and no change waits longer
+  than ``bound`` (upstream's batch period, a fixed delay for every change, becomes the upper
+  bound of an adaptive one). The run of doubling ends with the first change after a quiet
+  ``bound``.
 * **Graceful stop.** ``stop()`` takes no new keys, lets in-flight handlers finish (or cancels
   them after ``timeout``) and drops whatever is still queued or delayed.
 
@@ -54,7 +62,10 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from endpointslice_operator.metrics import WorkqueueMetrics
 
-__all__ = ["ItemExponentialBackoff", "ServiceQueue", "TokenBucket"]
+__all__ = ["COALESCE_BASE", "ItemExponentialBackoff", "ServiceQueue", "TokenBucket"]
+
+COALESCE_BASE = 0.05
+"""The first delay of a change to a key synced moments ago (seconds); see ``add_coalesced``."""
 
 logger = logging.getLogger(__name__)
 
@@ -79,13 +90,21 @@ class TokenBucket:
         self._tokens = float(burst)
         self._last: float | None = None
 
-    def reserve(self, now: float) -> float:
+    def _refill(self, now: float) -> None:
         if self._last is not None and now > self._last:
             self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
         if self._last is None or now > self._last:
             self._last = now
+
+    def reserve(self, now: float) -> float:
+        self._refill(now)
         self._tokens -= 1.0
         return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
+
+    def refund(self, now: float) -> None:
+        """Return one token (a reservation that was not used), never beyond ``burst``."""
+        self._refill(now)
+        self._tokens = min(float(self.burst), self._tokens + 1.0)
 
 
 class ItemExponentialBackoff:
@@ -153,6 +172,8 @@ class ServiceQueue:
         self._processing: dict[str, float] = {}  # key -> loop time its processing started
         self._added_at: dict[str, float] = {}  # key -> loop time it became dirty (metrics)
         self._waiting: dict[str, tuple[float, asyncio.TimerHandle]] = {}  # delayed adds
+        self._last_started: dict[str, float] = {}  # key -> loop time its last sync started
+        self._streak: dict[str, int] = {}  # key -> coalesced adds since it was last quiet
 
         self._loop: asyncio.AbstractEventLoop | None = None
         self._getters: deque[asyncio.Future[None]] = deque()
@@ -200,6 +221,26 @@ class ServiceQueue:
         handle = loop.call_at(deadline, self._deadline_reached, key)
         self._waiting[key] = (deadline, handle)
         self._update_idle()
+
+    def add_coalesced(self, key: str, bound: float) -> None:
+        """Queue ``key`` now if it is quiet, else after a short growing delay (at most
+        ``bound`` seconds); see the module docstring. ``bound <= 0``: the same as ``add``."""
+        if self._shutting_down:
+            return
+        if bound <= 0:
+            self.add(key)
+            return
+        if key in self._dirty or key in self._waiting:
+            return  # a sync that has not started yet (and will, in time) sees this change
+        now = self._bind_loop().time()
+        last = self._last_started.get(key)
+        if last is None or now - last >= bound:
+            self._streak.pop(key, None)
+            self.add(key)
+            return
+        streak = self._streak.get(key, 0)
+        self._streak[key] = streak + 1
+        self.add_after(key, min(bound, COALESCE_BASE * math.ldexp(1.0, min(streak, 60))))
 
     def add_rate_limited(self, key: str) -> None:
         """Re-queue ``key`` after max(per-key exponential backoff, global token-bucket delay)."""
@@ -403,6 +444,7 @@ class ServiceQueue:
         key = self._ready.popleft()
         now = loop.time()
         self._processing[key] = now
+        self._last_started[key] = now
         self._dirty.discard(key)
         added = self._added_at.pop(key, now)
         if self._metrics is not None:

@@ -50,7 +50,7 @@ def pod(
 
 
 class Harness:
-    def __init__(self, batch_period: float = 0.0) -> None:
+    def __init__(self, batch_period: float = 0.0, coalesce: bool = True) -> None:
         self.indexes = Indexes(
             enabled_annotation=ENABLED, selector_annotation=SELECTOR, managed_by=ME
         )
@@ -61,6 +61,7 @@ class Harness:
             tracker=self.tracker,
             topology=self.topology,
             batch_period=batch_period,
+            coalesce=coalesce,
         )
         self.queue = ServiceQueue(workers=1)
         self.router.queue = self.queue
@@ -132,13 +133,22 @@ async def test_pod_update_rules(h: Harness) -> None:
     assert h.queued() == {"ns/a", "ns/b"}
 
 
-async def test_pod_events_wait_for_the_batch_period() -> None:
-    h = Harness(batch_period=5.0)
+async def test_pod_events_wait_for_the_batch_period_upstreams_way() -> None:
+    h = Harness(batch_period=5.0, coalesce=False)
     h.router.on_service(None, service("a", {"app": "web"}))
     h.fresh_queue()
     h.router.on_pod("ADDED", pod("p1", {"app": "web"}, "1"))
     assert h.queue.delayed == 1
     assert len(h.queue) == 0
+
+
+async def test_a_pod_event_for_a_quiet_service_is_queued_at_once() -> None:
+    h = Harness(batch_period=5.0)
+    h.router.on_service(None, service("a", {"app": "web"}))
+    h.fresh_queue()
+    h.router.on_pod("ADDED", pod("p1", {"app": "web"}, "1"))
+    assert h.queue.delayed == 0
+    assert len(h.queue) == 1
 
 
 def _slice(

@@ -58,11 +58,14 @@ async def running_operator(
     wait_leading: bool = True,
     serve_health: bool = False,
     kubeconfig: Path | None = None,
+    write_policy: str = "fresh",
     **overrides: Any,
 ) -> AsyncIterator[Operator]:
     if kubeconfig is not None:
         overrides["kubeconfig"] = kubeconfig
-    operator = Operator(settings(emu, **overrides), serve_health=serve_health)
+    operator = Operator(
+        settings(emu, **overrides), serve_health=serve_health, write_policy=write_policy
+    )
     task = asyncio.create_task(operator.run())
     try:
         waiter = asyncio.create_task(

@@ -26,13 +26,14 @@ from tests.e2e.harness import (
 pytestmark = pytest.mark.looptime
 
 
-async def test_batch_period_coalesces_pod_events() -> None:
+async def test_batch_period_coalesces_pod_events_the_upstream_way() -> None:
+    # write_policy="kcm": every pod change waits the whole batch period, as upstream's.
     async with run_emulator() as emu:
         cluster(emu)
         service(emu, "web", selector={"app": "web"})
         for i in range(3):
             pod(emu, f"web-{i}", f"10.1.0.{i + 1}")
-        async with running_operator(emu, batch_period=1.0) as op:
+        async with running_operator(emu, batch_period=1.0, write_policy="kcm") as op:
             await eventually(lambda: len(addresses(emu, "web")) == 3)
             await settle(op)
             loop = asyncio.get_running_loop()
@@ -47,17 +48,39 @@ async def test_batch_period_coalesces_pod_events() -> None:
             assert loop.time() - started >= 1.0  # held back for the batch period
             await settle(op)
             assert writes(emu)["update"] - before == 1
-            # a third event after the period is a second write
-            set_ready(emu, "web-0", True, when="2026-01-01T00:02:00Z")
-            await asyncio.sleep(0.1)
-            set_ready(emu, "web-1", True, when="2026-01-01T00:02:00Z")
-            await asyncio.sleep(1.5)
-            set_ready(emu, "web-2", True, when="2026-01-01T00:02:00Z")
-            await eventually(
-                lambda: all(c == (True, True, False) for c in conditions(emu, "web").values())
-            )
+
+
+async def test_an_isolated_change_is_written_at_once_and_a_burst_coalesces() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        service(emu, "web", selector={"app": "web"})
+        for i in range(10):
+            pod(emu, f"web-{i}", f"10.1.0.{i + 1}")
+        async with running_operator(emu, batch_period=1.0) as op:
+            await eventually(lambda: len(addresses(emu, "web")) == 10)
             await settle(op)
-            assert writes(emu)["update"] - before == 3
+            await asyncio.sleep(2.0)  # quiet for longer than the batch period
+            loop = asyncio.get_running_loop()
+            before = writes(emu)["update"]
+            started = loop.time()
+            set_ready(emu, "web-0", False)
+            await eventually(lambda: conditions(emu, "web")["10.1.0.1"][0] is False)
+            assert loop.time() - started < 0.1  # not held back: the Service was quiet
+            assert writes(emu)["update"] - before == 1
+            # a burst: one change every 50 ms for a second, right after
+            for i in range(1, 10):
+                set_ready(emu, f"web-{i}", False)
+                await asyncio.sleep(0.05)
+                set_ready(emu, f"web-{i}", True, when="2026-01-01T00:02:00Z")
+                await asyncio.sleep(0.05)
+            last_change = loop.time()
+            await eventually(
+                lambda: [c[0] for c in conditions(emu, "web").values()].count(True) == 9
+            )
+            assert loop.time() - last_change <= 1.0 + 0.1  # the batch period bounds the delay
+            await settle(op)
+            burst_writes = writes(emu)["update"] - before - 1
+            assert 2 <= burst_writes <= 6  # 18 changes, a few writes
 
 
 async def test_backoff_after_api_errors_then_convergence() -> None:

@@ -29,3 +29,10 @@ def test_real_figures_count_both_controllers_on_the_same_changes(cluster: object
         figures[f"real_writes_{phase}"].value for phase in ("arrivals", "flips", "deletions")
     )
     assert 0 < figures["real_flip_p50_ms"].value <= figures["real_flip_p99_ms"].value
+    # The bursts: both controllers wrote in every phase, and converged (the phase only ends
+    # once both publish exactly the expected endpoints).
+    for phase in ("arrivals", "flips", "deletions"):
+        writes = figures[f"writes_burst_{phase}"]
+        assert writes.value > 0 and writes.baseline is not None and writes.baseline > 0
+        assert figures[f"converge_burst_{phase}_s"].value >= 0
+    assert figures["writes_burst_ratio_vs_kcm"].value > 0

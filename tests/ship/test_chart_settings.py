@@ -66,6 +66,8 @@ def test_non_default_values_reach_the_operator(tmp_path: Path) -> None:
         "workers": 10,
         "qps": 20.5,
         "burst": 200,
+        "kube_api_qps": 50.5,
+        "kube_api_burst": 80,
         "namespaces": ["team-a", "team-b"],
         "metrics_port": 9090,
         "metrics_host": "::",
