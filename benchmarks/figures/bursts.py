@@ -16,6 +16,7 @@ import asyncio
 import tempfile
 from pathlib import Path
 
+from endpointslice_operator.settings import Settings
 from tests.realcluster import objects as o
 from tests.realcluster.kube import Kube
 
@@ -28,6 +29,8 @@ NS = "bursts"
 OURS = "endpointslice-operator.io"
 BASELINE = "kcm-like.example.com"
 CONTROLLER_LABEL = "service.kubernetes.io/endpoint-controller-name"
+DEFAULT_BATCH_PERIOD: float = Settings.model_fields["batch_period"].default
+"""The operator's default (the benchmark helper passes a batch period explicitly)."""
 SIZES = {
     "tiny": Sizes(pairs=4, pods_per_pair=5, flips=20, deletions=6),
     "quick": Sizes(pairs=40, pods_per_pair=10, flips=600, deletions=100),
@@ -73,7 +76,7 @@ async def _run(mode: str, workdir: Path) -> list[Figure]:
             services.append(names)
         common = ["--namespace", NS]
         async with (
-            operator_process(emu.kubeconfig, batch_period=1.0, extra=common),
+            operator_process(emu.kubeconfig, batch_period=DEFAULT_BATCH_PERIOD, extra=common),
             operator_process(emu.kubeconfig, extra=[*common, f"--managed-by={BASELINE}"],
                              module="benchmarks.lib.kcm_like"),
         ):  # fmt: skip

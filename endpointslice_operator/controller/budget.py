@@ -14,6 +14,12 @@ follows for what changed meanwhile. The operator takes the first token *before* 
 caches and plans (:meth:`WriteBudget.acquire` in ``ServiceSyncer``), so every write that waited
 carries the freshest state; a sync that turns out to need no write gives its token back
 (:meth:`WriteBudget.refund`). Further writes of the same sync take a token each.
+
+:meth:`WriteBudget.pressed` tells the event router that writes are outrunning the steady rate
+(a sixth of the burst is spent); only then are pod-triggered syncs held back to coalesce, for
+at most the batch period and only until pod changes stop (``ServiceQueue.hold``,
+``EventRouter.release_when_quiet``). While the budget has room, every change is synced at
+once, however close together the changes come.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ __all__ = ["DEFAULT_KUBE_API_BURST", "DEFAULT_KUBE_API_QPS", "WriteBudget"]
 
 DEFAULT_KUBE_API_QPS = 20.0
 DEFAULT_KUBE_API_BURST = 30
+PRESSED_SHARE = 5 / 6
+"""The budget is short once less than this share of its burst is left (25 of 30 tokens)."""
 
 
 class WriteBudget:
@@ -45,6 +53,17 @@ class WriteBudget:
                 self._metrics.record_budget_wait(delay)
             await asyncio.sleep(delay)
         return delay
+
+    def pressed(self) -> bool:
+        """Writes are coming faster than the steady rate: a sixth of the burst is spent."""
+        now = asyncio.get_running_loop().time()
+        return self._bucket.available(now) < self._bucket.burst * PRESSED_SHARE
+
+    def time_to_write(self, writes: int) -> float:
+        """Seconds until the budget has allowed ``writes`` more writes (0 if it has them)."""
+        now = asyncio.get_running_loop().time()
+        missing = writes - max(0.0, self._bucket.available(now))
+        return max(0.0, missing) / self._bucket.qps
 
     def refund(self) -> None:
         """Give back a token taken for a write that was not needed."""

@@ -8,9 +8,10 @@ event -> key rules (reference C.2):
 * Service add/update/delete: the Service at once (Services that are not ours, never were and
   have no slices of ours are skipped; upstream needs no such filter because it reconciles
   every Service).
-* Pod add/delete: the Services selecting it, at once when the Service is quiet, else after a
-  short growing delay bounded by the batch period (``ServiceQueue.add_coalesced``; with
-  ``coalesce=False``, upstream's fixed delay of one batch period). Pod update: ignored for
+* Pod add/delete: the Services selecting it, at once; while the write budget is short, held
+  back for at most the batch period and let go as soon as pod changes stop
+  (``ServiceQueue.hold``, :meth:`EventRouter.release_when_quiet`); with ``coalesce=False``,
+  upstream's fixed delay of one batch period. Pod update: ignored for
   an unchanged resourceVersion or when neither ``pod_changed`` nor ``labels_changed`` holds;
   otherwise the Services selecting the new labels (only ``pod_changed``), or the union (both)
   or symmetric difference (only ``labels_changed``) of those selecting the old and new labels.
@@ -56,6 +57,8 @@ __all__ = ["ENDPOINT_SLICE_MIN_SYNC_DELAY", "EventRouter", "register_handlers"]
 log = logging.getLogger(__name__)
 
 ENDPOINT_SLICE_MIN_SYNC_DELAY = 1.0
+QUIET_RELEASE = 0.1
+"""Seconds without a pod change after which Services held back to coalesce are let go."""
 """Upstream's ``endpointSliceChangeMinSyncDelay``."""
 
 
@@ -126,12 +129,17 @@ class EventRouter:
         topology: TopologyCache | None,
         batch_period: float,
         coalesce: bool = True,
+        pressed: Callable[[], bool] | None = None,
     ) -> None:
         self.indexes = indexes
         self.tracker = tracker
         self.topology = topology
         self.batch_period = batch_period
         self.coalesce = coalesce
+        self.pressed = pressed
+        """Whether the write budget is short (None: never)."""
+        self.last_pod_change = 0.0
+        """Loop time of the last pod change that queued a Service."""
         self.queue: ServiceQueue | None = None
         self.events_seen = 0
         self.watermark = Watermark()
@@ -313,11 +321,31 @@ class EventRouter:
     def _queue_pod_services(self, namespace: str, keys: set[str]) -> None:
         if self.queue is None:
             return
-        for key in keys:
-            if self.coalesce:
-                self.queue.add_coalesced(key, self.batch_period)
-            else:
+        if not self.coalesce:
+            for key in keys:
                 self.queue.add_after(key, self.batch_period)
+            return
+        # While the write budget has room, every change goes at once. While it is short, a
+        # change is held back (at most the batch period) to gather more changes into each
+        # write; the operator lets every held Service go as soon as changes stop coming
+        # (``release_when_quiet``), so the hold shortens a burst's writes, not its tail.
+        self.last_pod_change = asyncio.get_running_loop().time()
+        if self.pressed is not None and self.pressed():
+            for key in keys:
+                self.queue.hold(key, self.batch_period)
+        else:
+            for key in keys:
+                self.queue.add(key)
+
+    async def release_when_quiet(self, quiet: float = QUIET_RELEASE) -> None:
+        """Let held Services go once no pod change came for ``quiet`` seconds (until
+        cancelled)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(quiet / 2)
+            queue = self.queue
+            if queue is not None and queue.held and loop.time() - self.last_pod_change >= quiet:
+                queue.release_held()
 
     # -- endpoint slices ----------------------------------------------------------------------
 

@@ -94,7 +94,7 @@ class Operator:
             raise ValueError(f"write_policy must be 'fresh' or 'kcm', got {write_policy!r}")
         self.settings = settings
         # "fresh": the operator's write policy (budget taken before planning, bursts coalesced,
-        # see controller/budget.py and ServiceQueue.add_coalesced); "kcm": kube-controller-
+        # see controller/budget.py and EventRouter._queue_pod_services); "kcm": kube-controller-
         # manager's (plan, then wait for the limiter per request; a fixed batch delay), the
         # baseline the benchmarks measure against on the emulator.
         self.write_policy = write_policy
@@ -216,6 +216,7 @@ class Operator:
             topology=self.topology,
             batch_period=self.settings.batch_period,
             coalesce=fresh,
+            pressed=budget.pressed,
         )
         self.syncer, self.router = syncer, router
         await self._run_tasks(configuration, api_client, router, syncer)
@@ -513,14 +514,16 @@ class Operator:
         log.info("running %d workers", self.settings.workers)
         runner = asyncio.create_task(queue.run(syncer.sync), name="endpoint_slice-workers")
         waiter = asyncio.create_task(lost.wait())
+        releaser = asyncio.create_task(router.release_when_quiet(), name="release-held")
         try:
             await asyncio.wait({runner, waiter}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             router.queue = None
             self._leading.clear()
             waiter.cancel()
+            releaser.cancel()
             await queue.stop(timeout=SHUTDOWN_TIMEOUT)
-            await asyncio.gather(runner, waiter, return_exceptions=True)
+            await asyncio.gather(runner, waiter, releaser, return_exceptions=True)
             log.info("workers stopped")
 
     # -- health -----------------------------------------------------------------------------

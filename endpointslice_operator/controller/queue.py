@@ -35,14 +35,10 @@ kube-controller-manager's EndpointSlice controller feeds ``namespace/name`` keys
   count towards the retry budget. Upstream spends budget on them, so a burst of pod events
   arriving before a write's watch echo could drop a healthy key (docs/reliability.md, "Found
   along the way" 3). Real failures still drop the key after ``max_retries``.
-* **Coalescing adds** (``add_coalesced``, not in client-go; the operator's pod-triggered syncs
-  use it, docs/performance.md "Writes"). An isolated change is queued at once; a change to a
-  key whose last sync *started* less than ``bound`` seconds ago waits a short delay that
-  doubles with each such change (:data:`COALESCE_BASE`, 2x, ... capped at ``bound``), so a
-  burst of changes becomes a few syncs, each of the freshest state, and no change waits longer
-  than ``bound`` (upstream's batch period, a fixed delay for every change, becomes the upper
-  bound of an adaptive one). The run of doubling ends with the first change after a quiet
-  ``bound``.
+* **Held adds** (``hold`` and ``release_held``, not in client-go): a delayed add that the
+  caller may let go early; the operator holds pod-triggered syncs while its write budget is
+  short, and lets them all go once changes stop (docs/performance.md, "Writes"). A key delayed
+  for another reason (a retry, a requeue) keeps its deadline.
 * **Graceful stop.** ``stop()`` takes no new keys, lets in-flight handlers finish (or cancels
   them after ``timeout``) and drops whatever is still queued or delayed.
 
@@ -62,10 +58,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from endpointslice_operator.metrics import WorkqueueMetrics
 
-__all__ = ["COALESCE_BASE", "ItemExponentialBackoff", "ServiceQueue", "TokenBucket"]
-
-COALESCE_BASE = 0.05
-"""The first delay of a change to a key synced moments ago (seconds); see ``add_coalesced``."""
+__all__ = ["ItemExponentialBackoff", "ServiceQueue", "TokenBucket"]
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +93,11 @@ class TokenBucket:
         self._refill(now)
         self._tokens -= 1.0
         return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
+
+    def available(self, now: float) -> float:
+        """Tokens in the bucket now (negative while reservations are in debt)."""
+        self._refill(now)
+        return self._tokens
 
     def refund(self, now: float) -> None:
         """Return one token (a reservation that was not used), never beyond ``burst``."""
@@ -172,8 +170,7 @@ class ServiceQueue:
         self._processing: dict[str, float] = {}  # key -> loop time its processing started
         self._added_at: dict[str, float] = {}  # key -> loop time it became dirty (metrics)
         self._waiting: dict[str, tuple[float, asyncio.TimerHandle]] = {}  # delayed adds
-        self._last_started: dict[str, float] = {}  # key -> loop time its last sync started
-        self._streak: dict[str, int] = {}  # key -> coalesced adds since it was last quiet
+        self._held: set[str] = set()  # delayed by ``hold``: released early by release_held
 
         self._loop: asyncio.AbstractEventLoop | None = None
         self._getters: deque[asyncio.Future[None]] = deque()
@@ -222,25 +219,31 @@ class ServiceQueue:
         self._waiting[key] = (deadline, handle)
         self._update_idle()
 
-    def add_coalesced(self, key: str, bound: float) -> None:
-        """Queue ``key`` now if it is quiet, else after a short growing delay (at most
-        ``bound`` seconds); see the module docstring. ``bound <= 0``: the same as ``add``."""
-        if self._shutting_down:
+    def hold(self, key: str, delay: float) -> None:
+        """``add_after`` for coalescing: the key may be let go early by :meth:`release_held`
+        (an earlier deadline, or an immediate add, still wins)."""
+        if self._shutting_down or key in self._dirty:
             return
-        if bound <= 0:
+        pending = self._waiting.get(key)
+        if pending is not None and key not in self._held:
+            return  # delayed for another reason (a retry, a requeue): that deadline stands
+        self._held.add(key)
+        self.add_after(key, delay)
+
+    @property
+    def held(self) -> int:
+        """Keys held back by :meth:`hold` and not yet due."""
+        return len(self._held)
+
+    def release_held(self) -> None:
+        """Queue every held key now, the earliest deadline first."""
+        for key in sorted(self._held, key=lambda k: (self._waiting.get(k, (0.0,))[0], k)):
+            pending = self._waiting.pop(key, None)
+            if pending is not None:
+                pending[1].cancel()
+            self._held.discard(key)
             self.add(key)
-            return
-        if key in self._dirty or key in self._waiting:
-            return  # a sync that has not started yet (and will, in time) sees this change
-        now = self._bind_loop().time()
-        last = self._last_started.get(key)
-        if last is None or now - last >= bound:
-            self._streak.pop(key, None)
-            self.add(key)
-            return
-        streak = self._streak.get(key, 0)
-        self._streak[key] = streak + 1
-        self.add_after(key, min(bound, COALESCE_BASE * math.ldexp(1.0, min(streak, 60))))
+        self._update_idle()
 
     def add_rate_limited(self, key: str) -> None:
         """Re-queue ``key`` after max(per-key exponential backoff, global token-bucket delay)."""
@@ -268,6 +271,11 @@ class ServiceQueue:
     def __contains__(self, key: object) -> bool:
         """Whether ``key`` is queued, delayed or being processed."""
         return key in self._dirty or key in self._waiting or key in self._processing
+
+    @property
+    def pending(self) -> int:
+        """Keys queued or delayed (each needs a sync)."""
+        return len(self._dirty) + sum(1 for key in self._waiting if key not in self._dirty)
 
     @property
     def delayed(self) -> int:
@@ -444,7 +452,6 @@ class ServiceQueue:
         key = self._ready.popleft()
         now = loop.time()
         self._processing[key] = now
-        self._last_started[key] = now
         self._dirty.discard(key)
         added = self._added_at.pop(key, now)
         if self._metrics is not None:
@@ -473,6 +480,7 @@ class ServiceQueue:
 
     def _deadline_reached(self, key: str) -> None:
         self._waiting.pop(key, None)
+        self._held.discard(key)
         self.add(key)
         self._update_idle()
 
@@ -487,6 +495,7 @@ class ServiceQueue:
         for _, handle in self._waiting.values():
             handle.cancel()
         self._waiting.clear()
+        self._held.clear()
         self._ready.clear()
         for key in list(self._dirty):
             if key not in self._processing:

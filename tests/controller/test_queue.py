@@ -211,42 +211,37 @@ def test_token_bucket_refund_returns_a_token_up_to_the_burst() -> None:
     assert [bucket.reserve(10.0) for _ in range(3)] == pytest.approx([0, 0, 1.0])
 
 
-async def test_add_coalesced_syncs_a_quiet_key_at_once_and_spaces_a_burst() -> None:
+async def test_held_keys_go_at_their_deadline_or_when_released() -> None:
     queue = ServiceQueue()
     handler = Recorder()
     runner = asyncio.create_task(queue.run(handler))
-    queue.add_coalesced("ns/a", 1.0)  # quiet: now
-    await asyncio.sleep(0.01)
-    for _ in range(40):  # a change every 10 ms for 400 ms
-        queue.add_coalesced("ns/a", 1.0)
-        await asyncio.sleep(0.01)
+    queue.hold("ns/a", 1.0)
+    queue.hold("ns/a", 5.0)  # the earlier deadline stands
+    queue.hold("ns/b", 1.0)
+    assert queue.held == 2
+    await asyncio.sleep(0.3)
+    queue.release_held()  # both go now
     await queue.wait_idle()
-    # at once, then the next change waits 50, 100, 200, 400 ms: 5 syncs, not 41
-    assert handler.times[0] == pytest.approx(0.0)
-    assert handler.gaps == pytest.approx([0.06, 0.11, 0.21, 0.41], abs=0.011)
-    # a change after a quiet second is synced at once again
-    await asyncio.sleep(1.5)
-    started = now()
-    queue.add_coalesced("ns/a", 1.0)
+    assert handler.calls == [(0.3, "ns/a"), (0.3, "ns/b")]
+    assert queue.held == 0
+    queue.hold("ns/a", 1.0)  # not released: its deadline
     await queue.wait_idle()
-    assert handler.times[-1] == pytest.approx(started)
+    assert handler.calls[-1] == (pytest.approx(1.3), "ns/a")
     await queue.stop()
     await runner
 
 
-async def test_add_coalesced_never_waits_longer_than_the_bound() -> None:
+async def test_hold_keeps_the_deadline_of_a_retry() -> None:
     queue = ServiceQueue()
-    handler = Recorder()
-    runner = asyncio.create_task(queue.run(handler))
-    for _ in range(200):  # a change every 10 ms for 2 s
-        queue.add_coalesced("ns/a", 0.3)
-        await asyncio.sleep(0.01)
-    await queue.wait_idle()
-    assert max(handler.gaps) <= 0.3 + 0.011
-    queue.add_coalesced("ns/b", 0)  # bound 0: plain add
-    assert len(queue) == 1
+    queue.add_after("ns/a", 5.0)  # a requeue, say
+    queue.hold("ns/a", 1.0)
+    assert queue.held == 0
+    queue.release_held()
+    assert queue.delayed == 1 and len(queue) == 0
+    queue.add("ns/b")
+    queue.hold("ns/b", 1.0)  # already queued: nothing to hold
+    assert queue.held == 0
     await queue.stop()
-    await runner
 
 
 async def test_add_rate_limited_is_the_max_of_backoff_and_bucket() -> None:

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from endpointslice_operator.testing import FaultConfig, run_emulator
+from endpointslice_operator.testing import Emulator, FaultConfig, run_emulator
 from tests.e2e.harness import (
     addresses,
     cluster,
@@ -50,7 +50,17 @@ async def test_batch_period_coalesces_pod_events_the_upstream_way() -> None:
             assert writes(emu)["update"] - before == 1
 
 
-async def test_an_isolated_change_is_written_at_once_and_a_burst_coalesces() -> None:
+async def _flip_burst(emu: Emulator) -> float:
+    """18 readiness changes, one every 50 ms; returns the loop time of the last."""
+    for i in range(1, 10):
+        set_ready(emu, f"web-{i}", False)
+        await asyncio.sleep(0.05)
+        set_ready(emu, f"web-{i}", True, when="2026-01-01T00:02:00Z")
+        await asyncio.sleep(0.05)
+    return asyncio.get_running_loop().time()
+
+
+async def test_changes_are_written_at_once_while_the_budget_has_room() -> None:
     async with run_emulator() as emu:
         cluster(emu)
         service(emu, "web", selector={"app": "web"})
@@ -59,28 +69,43 @@ async def test_an_isolated_change_is_written_at_once_and_a_burst_coalesces() -> 
         async with running_operator(emu, batch_period=1.0) as op:
             await eventually(lambda: len(addresses(emu, "web")) == 10)
             await settle(op)
-            await asyncio.sleep(2.0)  # quiet for longer than the batch period
             loop = asyncio.get_running_loop()
             before = writes(emu)["update"]
             started = loop.time()
             set_ready(emu, "web-0", False)
             await eventually(lambda: conditions(emu, "web")["10.1.0.1"][0] is False)
-            assert loop.time() - started < 0.1  # not held back: the Service was quiet
-            assert writes(emu)["update"] - before == 1
-            # a burst: one change every 50 ms for a second, right after
-            for i in range(1, 10):
-                set_ready(emu, f"web-{i}", False)
-                await asyncio.sleep(0.05)
-                set_ready(emu, f"web-{i}", True, when="2026-01-01T00:02:00Z")
-                await asyncio.sleep(0.05)
-            last_change = loop.time()
-            await eventually(
-                lambda: [c[0] for c in conditions(emu, "web").values()].count(True) == 9
-            )
-            assert loop.time() - last_change <= 1.0 + 0.1  # the batch period bounds the delay
+            assert loop.time() - started < 0.1  # not held back
+            # 18 changes at 20/s: within the default budget (20/s, burst 30), each at once
+            await _flip_burst(emu)
             await settle(op)
-            burst_writes = writes(emu)["update"] - before - 1
-            assert 2 <= burst_writes <= 6  # 18 changes, a few writes
+            assert writes(emu)["update"] - before == 1 + 18
+
+
+async def test_a_burst_coalesces_while_the_budget_is_short() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        service(emu, "web", selector={"app": "web"})
+        for i in range(10):
+            pod(emu, f"web-{i}", f"10.1.0.{i + 1}")
+        async with running_operator(
+            emu, batch_period=1.0, kube_api_qps=5.0, kube_api_burst=4
+        ) as op:
+            await eventually(lambda: len(addresses(emu, "web")) == 10)
+            await settle(op)
+            await asyncio.sleep(2.0)  # the budget refills
+            before = writes(emu)["update"]
+            last_change = await _flip_burst(emu)
+            loop = asyncio.get_running_loop()
+            await eventually(
+                lambda: [c[0] for c in conditions(emu, "web").values()].count(True) == 10
+            )
+            # the batch period bounds the hold-back, the budget adds at most a token's wait
+            assert loop.time() - last_change <= 1.0 + 1 / 5.0 + 0.1
+            await settle(op)
+            burst_writes = writes(emu)["update"] - before
+            # 18 changes: the burst credit at once, then coalesced (at 5/s the budget alone
+            # would allow 9 writes in those 0.9 s plus the tail)
+            assert 4 <= burst_writes <= 8
 
 
 async def test_backoff_after_api_errors_then_convergence() -> None:
