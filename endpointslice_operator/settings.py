@@ -138,7 +138,7 @@ class Settings(BaseSettings):
     managed_by: str = "endpointslice-operator.io"
     annotation_prefix: str = "endpointslice-operator.io"
     max_endpoints_per_slice: int = 100
-    batch_period: float = 1.0
+    batch_period: float = 10.0
     workers: int = 5
     qps: float = 10.0
     burst: int = 100
@@ -356,12 +356,13 @@ SETTINGS_TABLE: tuple[SettingSpec, ...] = (
     SettingSpec(
         "batch_period",
         "--batch-period",
-        "1",
-        "Upper bound of the delay added to syncs triggered by Pod changes: a change to a "
-        "Service that is quiet is synced at once; one to a Service synced less than this long "
-        "ago waits a short delay that doubles with each such change (50 ms, 100 ms, ...) up to "
-        "this bound, so that a burst coalesces into few writes. Seconds or a duration (`1.5`, "
-        "`1s`, `500ms`); `0`: every change at once.",
+        "10",
+        "Upper bound of the delay added to syncs triggered by Pod changes. While the write "
+        "budget has room every change is synced at once; while a burst exhausts it, changes "
+        "are held back for as long as the budget needs to write every pending Service once, "
+        "at most this long, and all are let go as soon as changes stop, so a burst costs far "
+        "fewer writes and ends no later. Seconds or a duration (`1.5`, `1s`, `500ms`); `0`: "
+        "every change at once.",
         metavar="DURATION",
     ),
     SettingSpec(

@@ -27,7 +27,7 @@ def test_defaults() -> None:
     assert settings.managed_by == "endpointslice-operator.io"
     assert settings.annotation_prefix == "endpointslice-operator.io"
     assert settings.max_endpoints_per_slice == 100
-    assert settings.batch_period == 1.0  # an upper bound: quiet Services are synced at once
+    assert settings.batch_period == 10.0  # an upper bound, used only in bursts
     assert settings.workers == 5
     assert settings.qps == 10.0
     assert settings.burst == 100

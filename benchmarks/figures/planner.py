@@ -5,6 +5,10 @@ for the same pods (from the same ``PodRecord``s the operator caches), timed in t
 The planner is timed as the operator calls it: ``desired_from_service_pods`` plus
 ``Reconciler.plan`` with a long-lived ``Reconciler`` (whose parse cache is warm at steady state);
 ``plan_noop_10k_cold`` is the same no-op sync with a fresh ``Reconciler`` (after a restart).
+
+The library path: ``plan_service_create_10k`` and ``plan_service_noop_10k`` call
+``plan_service`` with the API's Pod dicts, as a library user does (every call parses the pods,
+IPs included); their floor builds the same plain endpoint dicts straight from those Pod dicts.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from endpointslice_operator.reconciler import (
     Reconciler,
     ReconcilerConfig,
     desired_from_service_pods,
+    plan_service,
     pod_record,
 )
 from endpointslice_operator.reconciler.slices import SliceParseCache
@@ -94,6 +99,33 @@ def plain_endpoints(records: list[PodRecord], zones: dict[str, str]) -> list[dic
     ]
 
 
+def plain_endpoints_from_dicts(
+    pods: list[dict[str, Any]], zones: dict[str, str]
+) -> list[dict[str, Any]]:
+    """The library path's floor: one plain endpoint dict per Pod dict, nothing checked."""
+    out = []
+    for pod in pods:
+        meta, spec, status = pod["metadata"], pod["spec"], pod["status"]
+        ready = any(
+            c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions", [])
+        )
+        out.append(
+            {
+                "addresses": [status["podIPs"][0]["ip"]],
+                "conditions": {"ready": ready, "serving": ready, "terminating": False},
+                "targetRef": {
+                    "kind": "Pod",
+                    "namespace": meta["namespace"],
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                },
+                "nodeName": spec["nodeName"],
+                "zone": zones[spec["nodeName"]],
+            }
+        )
+    return out
+
+
 def _apply(plan: Plan, existing: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """What the API server would hold after the plan (names, uids, versions assigned)."""
     by_name = {s["metadata"]["name"]: s for s in existing}
@@ -123,7 +155,8 @@ def collect(mode: str) -> list[Figure]:
     zones = {
         n["metadata"]["name"]: n["metadata"]["labels"]["topology.kubernetes.io/zone"] for n in nodes
     }
-    records = [pod_record(_pod(i)) for i in range(PODS)]
+    pod_dicts = [_pod(i) for i in range(PODS)]
+    records = [pod_record(pod) for pod in pod_dicts]
     config = ReconcilerConfig(controller_name="endpointslice-operator.example.io")
     reconciler = Reconciler(config, parse_cache=SliceParseCache())
 
@@ -141,10 +174,18 @@ def collect(mode: str) -> list[Figure]:
     one_flip = plan(flipped, existing)
     assert one_flip.write_count == 1 and len(one_flip.updates) == 1
 
+    library_existing = _apply(plan_service(service, pod_dicts, nodes, [], config), [])
+    assert plan_service(service, pod_dicts, nodes, library_existing, config).is_empty
+
     best = best_of_interleaved(
         runs,
         {
             "floor": lambda: plain_endpoints(records, zones),
+            "floor_dicts": lambda: plain_endpoints_from_dicts(pod_dicts, zones),
+            "library_create": lambda: plan_service(service, pod_dicts, nodes, [], config),
+            "library_noop": lambda: plan_service(
+                service, pod_dicts, nodes, library_existing, config
+            ),
             "create": lambda: plan(records, [], fresh=True),
             "noop": lambda: plan(records, existing),
             # The first sync after a restart: no parsed slices cached yet.
@@ -158,5 +199,9 @@ def collect(mode: str) -> list[Figure]:
         Figure("plan_create_10k", best["create"] * ms, "ms", floor * ms),
         Figure("plan_noop_10k", best["noop"] * ms, "ms", floor * ms),
         Figure("plan_noop_10k_cold", best["noop_cold"] * ms, "ms", floor * ms),
+        Figure(
+            "plan_service_create_10k", best["library_create"] * ms, "ms", best["floor_dicts"] * ms
+        ),
+        Figure("plan_service_noop_10k", best["library_noop"] * ms, "ms", best["floor_dicts"] * ms),
         Figure("plan_one_flip_10k", best["flip"] * ms, "ms", floor * ms),
     ]

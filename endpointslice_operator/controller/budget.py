@@ -60,10 +60,8 @@ class WriteBudget:
         return self._bucket.available(now) < self._bucket.burst * PRESSED_SHARE
 
     def time_to_write(self, writes: int) -> float:
-        """Seconds until the budget has allowed ``writes`` more writes (0 if it has them)."""
-        now = asyncio.get_running_loop().time()
-        missing = writes - max(0.0, self._bucket.available(now))
-        return max(0.0, missing) / self._bucket.qps
+        """Seconds the budget needs for ``writes`` writes at its steady rate."""
+        return writes / self._bucket.qps
 
     def refund(self) -> None:
         """Give back a token taken for a write that was not needed."""

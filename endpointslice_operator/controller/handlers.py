@@ -130,6 +130,7 @@ class EventRouter:
         batch_period: float,
         coalesce: bool = True,
         pressed: Callable[[], bool] | None = None,
+        backlog: Callable[[int], float] | None = None,
     ) -> None:
         self.indexes = indexes
         self.tracker = tracker
@@ -138,6 +139,8 @@ class EventRouter:
         self.coalesce = coalesce
         self.pressed = pressed
         """Whether the write budget is short (None: never)."""
+        self.backlog = backlog
+        """Seconds the write budget needs for that many writes."""
         self.last_pod_change = 0.0
         """Loop time of the last pod change that queued a Service."""
         self.queue: ServiceQueue | None = None
@@ -326,13 +329,20 @@ class EventRouter:
                 self.queue.add_after(key, self.batch_period)
             return
         # While the write budget has room, every change goes at once. While it is short, a
-        # change is held back (at most the batch period) to gather more changes into each
-        # write; the operator lets every held Service go as soon as changes stop coming
-        # (``release_when_quiet``), so the hold shortens a burst's writes, not its tail.
+        # change is held back for as long as the budget needs to write every pending Service
+        # once (at most the batch period): by then the budget would only just have reached it
+        # anyway, and more of its changes ride in the same write. Every held Service is let go
+        # as soon as pod changes stop (``release_when_quiet``), so the hold thins a burst's
+        # writes without lengthening its tail.
         self.last_pod_change = asyncio.get_running_loop().time()
-        if self.pressed is not None and self.pressed():
+        # A burst lasts while Services are held: new changes join them even after the budget
+        # has refilled, so that the refill is not spent on writes the burst makes stale.
+        if self.pressed is not None and (self.queue.held or self.pressed()):
+            hold = self.batch_period
+            if self.backlog is not None:
+                hold = min(hold, self.backlog(self.queue.pending + len(keys)))
             for key in keys:
-                self.queue.hold(key, self.batch_period)
+                self.queue.hold(key, hold)
         else:
             for key in keys:
                 self.queue.add(key)

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 
 async def _run(settings: Settings) -> None:
-    operator = Operator(settings)
+    operator = Operator(settings, settle_heap=True)
     loop = asyncio.get_running_loop()
     # Kopf installs its own SIGINT/SIGTERM handlers once its watches start (they end the watches,
     # which ends the operator the same way); these cover the start-up before that.

@@ -32,6 +32,7 @@ from typing import Any
 import kopf
 from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api, DiscoveryV1Api
 
+from endpointslice_operator.controller import heap
 from endpointslice_operator.controller.api_client import OperatorApiClient, resolve_env_proxy
 from endpointslice_operator.controller.budget import WriteBudget
 from endpointslice_operator.controller.events import EventRecorder
@@ -89,6 +90,7 @@ class Operator:
         renew_deadline: float = 10.0,
         retry_period: float = 2.0,
         write_policy: str = "fresh",
+        settle_heap: bool = False,
     ) -> None:
         if write_policy not in ("fresh", "kcm"):
             raise ValueError(f"write_policy must be 'fresh' or 'kcm', got {write_policy!r}")
@@ -98,6 +100,10 @@ class Operator:
         # manager's (plan, then wait for the limiter per request; a fixed batch delay), the
         # baseline the benchmarks measure against on the emulator.
         self.write_policy = write_policy
+        # ``endpointslice-operator run`` freezes the heap once the caches are filled (see
+        # controller/heap.py); an operator embedded in another program leaves its host's
+        # garbage collector alone.
+        self.settle_heap = settle_heap
         self.metrics = metrics if metrics is not None else OperatorMetrics()
         self.identity = identity or f"{socket.gethostname()}_{os.getpid()}_{id(self):x}"
         self.serve_health = serve_health
@@ -217,6 +223,7 @@ class Operator:
             batch_period=self.settings.batch_period,
             coalesce=fresh,
             pressed=budget.pressed,
+            backlog=budget.time_to_write,
         )
         self.syncer, self.router = syncer, router
         await self._run_tasks(configuration, api_client, router, syncer)
@@ -343,6 +350,8 @@ class Operator:
         router.on_relist = lambda kind: self._spawn(self._verify_relist(api_client, router, kind))
         router.relist_tracking = True
         log.info("initial listings are in: %s", self.indexes.counts())
+        if self.settle_heap:
+            heap.settle()  # the caches are long-lived: out of the cyclic collector's walks
         self._ready.set()
         if self.health is not None:
             self.health.set_ready(True)

@@ -221,12 +221,15 @@ class ServiceQueue:
 
     def hold(self, key: str, delay: float) -> None:
         """``add_after`` for coalescing: the key may be let go early by :meth:`release_held`
-        (an earlier deadline, or an immediate add, still wins)."""
+        (an earlier deadline, or an immediate add, still wins; a key already delayed for
+        another reason gets the earlier of the two deadlines and is not released early)."""
         if self._shutting_down or key in self._dirty:
             return
-        pending = self._waiting.get(key)
-        if pending is not None and key not in self._held:
-            return  # delayed for another reason (a retry, a requeue): that deadline stands
+        if key in self._waiting and key not in self._held:
+            # Delayed for another reason (a retry, a requeue): the earlier deadline wins, and
+            # that key is not released early.
+            self.add_after(key, delay)
+            return
         self._held.add(key)
         self.add_after(key, delay)
 

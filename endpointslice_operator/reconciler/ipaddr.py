@@ -65,6 +65,21 @@ def endpoint_ip(text: str) -> tuple[str, bool] | str:
     return parsed if reason is None else reason
 
 
+def _special_ipv4(canonical: str) -> str | None:
+    """:func:`_special_address` for a canonical IPv4 text, on its octets (no ``ipaddress``
+    object: most pod IPs are IPv4, and this runs once per new pod)."""
+    first, second, third, fourth = canonical.split(".")
+    if first == "127":
+        return "loopback address"
+    if first == "169" and second == "254":
+        return "link-local address"
+    if first == "224" and second == "0" and third == "0":
+        return "link-local multicast address"
+    if first == "0" and second == "0" and third == "0" and fourth == "0":
+        return "unspecified address"
+    return None
+
+
 def _special_address(canonical: str, is_ipv6: bool) -> str | None:
     """Which special range ``canonical`` is in, or ``None`` for an ordinary address.
 
@@ -75,9 +90,9 @@ def _special_address(canonical: str, is_ipv6: bool) -> str | None:
     address and report it, so the Service's other endpoints are still published.
     The ranges are Go's ``net.IP`` predicates, as the API server uses them.
     """
-    address: ipaddress.IPv4Address | ipaddress.IPv6Address = (
-        ipaddress.IPv6Address(canonical) if is_ipv6 else ipaddress.IPv4Address(canonical)
-    )
+    if not is_ipv6:
+        return _special_ipv4(canonical)
+    address = ipaddress.IPv6Address(canonical)
     if address.is_unspecified:  # 0.0.0.0, ::
         return "unspecified address"
     if address.is_loopback:  # 127.0.0.0/8, ::1

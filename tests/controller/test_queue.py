@@ -234,10 +234,17 @@ async def test_held_keys_go_at_their_deadline_or_when_released() -> None:
 async def test_hold_keeps_the_deadline_of_a_retry() -> None:
     queue = ServiceQueue()
     queue.add_after("ns/a", 5.0)  # a requeue, say
-    queue.hold("ns/a", 1.0)
+    queue.hold("ns/a", 1.0)  # the earlier deadline wins, but the key is not held
     assert queue.held == 0
     queue.release_held()
     assert queue.delayed == 1 and len(queue) == 0
+    handler = Recorder()
+    runner = asyncio.create_task(queue.run(handler))
+    await queue.wait_idle()
+    assert handler.calls == [(1.0, "ns/a")]
+    await queue.stop()
+    await runner
+    queue = ServiceQueue()
     queue.add("ns/b")
     queue.hold("ns/b", 1.0)  # already queued: nothing to hold
     assert queue.held == 0

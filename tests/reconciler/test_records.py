@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import gc
+import ipaddress
 import json
 import tracemalloc
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from endpointslice_operator.reconciler import (
@@ -81,6 +84,25 @@ def test_endpoint_ip_refuses_what_the_api_refuses(
     text: str, expected: tuple[str, bool] | str
 ) -> None:
     assert endpoint_ip(text) == expected
+
+
+@given(st.ip_addresses(v=4))
+def test_ipv4_special_ranges_agree_with_the_ipaddress_module(
+    address: ipaddress.IPv4Address,
+) -> None:
+    # The IPv4 check works on the octets; Go's predicates are ipaddress's for these ranges.
+    if address.is_unspecified:
+        expected: str | None = "unspecified address"
+    elif address.is_loopback:
+        expected = "loopback address"
+    elif address.is_link_local:
+        expected = "link-local address"
+    elif address in ipaddress.IPv4Network("224.0.0.0/24"):
+        expected = "link-local multicast address"
+    else:
+        expected = None
+    result = endpoint_ip(str(address))
+    assert (result if isinstance(result, str) else None) == expected
 
 
 @pytest.mark.parametrize(

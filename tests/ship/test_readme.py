@@ -46,3 +46,14 @@ def test_linked_files_exist() -> None:
             assert (page.parent / target).exists(), f"{page.relative_to(ROOT)}: {target}"
             checked += 1
     assert checked > 40
+
+
+def test_performance_tables_are_rendered_from_the_last_full_run() -> None:
+    # One source of truth: docs/benchmarks/real-full.json, rendered by scripts.render_performance
+    # into both the README and docs/performance.md.
+    from scripts import render_performance
+
+    assert render_performance.main(["--check"]) == 0
+    for page in render_performance.PAGES:
+        block = page.read_text(encoding="utf-8").split("<!-- figures:real-full -->")[1]
+        assert "| `writes_burst_arrivals` |" in block.split("<!-- /figures -->")[0]

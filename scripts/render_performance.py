@@ -1,0 +1,88 @@
+"""Write the headline benchmark figures into the README and docs/performance.md.
+
+The one source of the figures is the JSON a benchmark run writes (``python -m benchmarks
+--real --full --json docs/benchmarks/real-full.json``); ``python -m scripts.render_performance``
+renders its figures, each with its baseline and ratio, between the markers
+``<!-- figures:real-full -->`` and ``<!-- /figures -->`` of both files. ``--check`` writes
+nothing and exits 1 when a table is out of date (a test runs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = {"real-full": ROOT / "docs" / "benchmarks" / "real-full.json"}
+PAGES = (ROOT / "README.md", ROOT / "docs" / "performance.md")
+_BLOCK = re.compile(r"(<!-- figures:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /figures -->)", re.S)
+
+#: figure -> what it is, for the table (figures not listed are not shown)
+SHOWN = {
+    "writes_burst_arrivals": "writes, 2,000 pods created with status (200 Service pairs)",
+    "writes_burst_flips": "writes, 3,000 readiness flips",
+    "writes_burst_deletions": "writes, 500 deletions",
+    "converge_burst_arrivals_s": "seconds to converge after the last creation",
+    "converge_burst_flips_s": "seconds to converge after the last flip",
+    "converge_burst_deletions_s": "seconds to converge after the last deletion",
+    "real_writes_ratio_vs_kcm": "writes, 450 paced changes (one at a time)",
+    "real_flip_p50_ms": "ms from a paced flip to its slice, p50",
+    "real_flip_p99_ms": "ms from a paced flip to its slice, p99",
+}
+
+
+def _number(value: float) -> str:
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
+def table(path: Path) -> str:
+    figures = {f["name"]: f for f in json.loads(path.read_text(encoding="utf-8"))["figures"]}
+    lines = [
+        "| Figure | What | Ours | kube-controller-manager | Ratio |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for name, what in SHOWN.items():
+        figure = figures.get(name)
+        if figure is None or figure.get("baseline") is None:
+            continue
+        ratio = figure["value"] / figure["baseline"] if figure["baseline"] else float("nan")
+        lines.append(
+            f"| `{name}` | {what} | {_number(figure['value'])} | "
+            f"{_number(figure['baseline'])} | {ratio:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def render(text: str) -> str:
+    def replace(match: re.Match[str]) -> str:
+        return match.group(1) + table(RESULTS[match.group("name")]) + match.group(4)
+
+    return _BLOCK.sub(replace, text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m scripts.render_performance")
+    parser.add_argument("--check", action="store_true", help="only check; exit 1 if stale")
+    args = parser.parse_args(argv)
+    stale = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        rendered = render(text)
+        if rendered != text:
+            stale.append(page)
+            if not args.check:
+                page.write_text(rendered, encoding="utf-8")
+    if args.check and stale:
+        for page in stale:
+            print(f"out of date: {page.relative_to(ROOT)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
