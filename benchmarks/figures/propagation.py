@@ -26,6 +26,7 @@ from ..lib.client import LatencyTracker, flip_ready, percentile, slice_watch
 from ..lib.cluster import MANAGED_BY, Scenario
 from ..lib.probes import wait_quiet, wait_slices
 from ..lib.processes import (
+    UNLIMITED_WRITES,
     EmulatorHandle,
     emulator_process,
     minimal_controller_process,
@@ -113,7 +114,7 @@ async def run(mode: str, workdir: Path) -> list[Figure]:
         aiohttp.ClientSession() as session,
         emulator_process(scenario, workdir) as emulator,
     ):
-        async with operator_process(emulator.kubeconfig):
+        async with operator_process(emulator.kubeconfig, extra=UNLIMITED_WRITES):
             await wait_slices(session, emulator.control, MANAGED_BY, scenario.services)
             await wait_quiet(session, emulator.control, quiet=0.5)
             ours = await measure(session, emulator, load, source, MANAGED_BY)

@@ -41,6 +41,7 @@ from ..lib.client import LatencyTracker, slice_watch
 from ..lib.cluster import MANAGED_BY, OPTED_IN_LABEL, Scenario
 from ..lib.probes import metric, slice_writes, wait_quiet
 from ..lib.processes import (
+    UNLIMITED_WRITES,
     EmulatorHandle,
     OperatorHandle,
     cpu_seconds,
@@ -117,7 +118,9 @@ async def _start(
     stack = contextlib.AsyncExitStack()
     try:
         began = time.perf_counter()
-        operator = await stack.enter_async_context(operator_process(emulator.kubeconfig))
+        operator = await stack.enter_async_context(
+            operator_process(emulator.kubeconfig, extra=UNLIMITED_WRITES)
+        )
         await _synced(session, operator, scenario.services)
         synced_s = time.perf_counter() - began
         await asyncio.sleep(SETTLE)
