@@ -277,8 +277,9 @@ class ServiceQueue:
 
     @property
     def pending(self) -> int:
-        """Keys queued or delayed (each needs a sync)."""
-        return len(self._dirty) + sum(1 for key in self._waiting if key not in self._dirty)
+        """Keys queued or delayed (each needs a sync); O(1), so a key both queued and delayed
+        counts twice."""
+        return len(self._dirty) + len(self._waiting)
 
     @property
     def delayed(self) -> int:
