@@ -38,6 +38,16 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
+    return value
+
+
 def _csv(text: str) -> set[str]:
     return {part.strip() for part in text.split(",") if part.strip()}
 
@@ -74,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     cluster.add_argument(
         "--nodes",
         metavar="N",
-        type=int,
+        type=_count,
         default=0,
         help="create N Ready Nodes in zones zone-a/b/c and act as their scheduler and kubelet: "
         "pods get a node, an IP and Running/Ready status (default: 0, pods keep the status "

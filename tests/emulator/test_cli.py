@@ -26,6 +26,10 @@ def test_fault_flags_are_parsed() -> None:
     assert (args.watch_drop_seconds, args.gone_rate, args.seed) == (30.0, 0.05, 3)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["--fail-rate", "1.5"])
+    assert build_parser().parse_args(["--nodes", "3", "--pod-start-delay", "0.5"]).nodes == 3
+    for bad in (["--nodes", "-1"], ["--nodes", "two"], ["--pod-start-delay", "-1"]):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(bad)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
