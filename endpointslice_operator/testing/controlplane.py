@@ -49,6 +49,8 @@ __all__ = [
 REQUIRED_BINARIES = ("etcd", "kube-apiserver")
 KCM_BINARY = "kube-controller-manager"
 KCM_CONTROLLERS = (
+    "deployment",
+    "replicaset",
     "endpoint",
     "endpointslice",
     "endpointslicemirroring",

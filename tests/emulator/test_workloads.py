@@ -160,16 +160,24 @@ async def test_deployment_rolls_out_scales_and_spreads(cluster: tuple[Emulator, 
     assert scale["kind"] == "Scale" and scale["spec"]["replicas"] == 5
     assert scale["status"]["selector"] == "app=web"
     await eventually(lambda: available(emu) == 5 and len(pods(emu)) == 5)
+    metadata = {"name": "web", "namespace": "default"}
+    status, body = await client.put(
+        f"{DEPLOYMENTS}/web/scale",
+        {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": {"name": "web"},
+         "spec": {"replicas": 2}},
+    )  # fmt: skip
+    assert status == 422 and "metadata.namespace: Required value" in body["message"]
     status, scale = await client.put(
         f"{DEPLOYMENTS}/web/scale",
         {"kind": "Scale", "apiVersion": "autoscaling/v1",
-         "metadata": {"name": "web", "resourceVersion": "1"}, "spec": {"replicas": 2}},
+         "metadata": {**metadata, "resourceVersion": "1"}, "spec": {"replicas": 2}},
     )  # fmt: skip
     assert status == 409  # a stale resourceVersion
     status, _ = await client.put(
         f"{DEPLOYMENTS}/web/scale",
-        {"kind": "Scale", "apiVersion": "autoscaling/v1", "spec": {"replicas": 2}},
-    )
+        {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": metadata,
+         "spec": {"replicas": 2}},
+    )  # fmt: skip
     assert status == 200
     await eventually(lambda: len(pods(emu)) == 2)
     assert len(pods(emu, active=False)) == 5  # three are Terminating for their grace period

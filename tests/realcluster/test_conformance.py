@@ -460,8 +460,146 @@ def steps() -> list[Step]:
             "/api/v1/namespaces/{ns}-t",
             retry_until=lambda code, body: code == 404,
         ),
+        *workload_steps(),
     ]
     return s
+
+
+def _deployment(labels: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "d"}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "registry.example/c:1"}]},
+            },
+        },
+    }
+
+
+def _rollout(body: Any) -> Any:
+    status = body.get("status") or {}
+    conditions = sorted((c["type"], c["status"]) for c in status.get("conditions") or [])
+    return (
+        status.get("replicas"),
+        status.get("updatedReplicas"),
+        status.get("unavailableReplicas"),
+        status.get("observedGeneration") == body["metadata"]["generation"],
+        conditions,
+    )
+
+
+def _replica_sets(body: Any) -> Any:
+    return [
+        (
+            item["metadata"]["name"].startswith("d-"),
+            [r["kind"] for r in item["metadata"].get("ownerReferences") or []],
+            item["spec"]["replicas"],
+            item["spec"]["template"]["metadata"]["labels"].get("app"),
+            "pod-template-hash" in item["spec"]["selector"]["matchLabels"],
+        )
+        for item in body.get("items") or []
+    ]
+
+
+def workload_steps() -> list[Step]:
+    """Deployments as kubectl apply / scale / rollout drive them (no kubelet: pods stay
+    Pending on both servers)."""
+    deployments = "/apis/apps/v1/namespaces/{ns}/deployments"
+    return [
+        Step(
+            "deploy create",
+            "POST",
+            deployments,
+            _deployment({"app": "d"}),
+            facts=fields(
+                "kind",
+                "spec.replicas",
+                "spec.strategy",
+                "spec.revisionHistoryLimit",
+                "spec.progressDeadlineSeconds",
+                "spec.template.spec.restartPolicy",
+                "spec.template.spec.terminationGracePeriodSeconds",
+            ),
+        ),
+        Step("deploy selector mismatch", "POST", deployments, _deployment({"app": "other"})),
+        Step(
+            "deploy scale get",
+            "GET",
+            deployments + "/d/scale",
+            facts=fields("kind", "apiVersion", "spec.replicas", "status.selector"),
+        ),
+        Step(
+            "deploy scale patch",
+            "PATCH",
+            deployments + "/d/scale",
+            {"spec": {"replicas": 3}},
+            content_type=MERGE,
+            facts=fields("kind", "spec.replicas"),
+        ),
+        Step(
+            "deploy scale put without namespace",
+            "PUT",
+            deployments + "/d/scale",
+            {
+                "kind": "Scale",
+                "apiVersion": "autoscaling/v1",
+                "metadata": {"name": "d", "resourceVersion": "1"},
+                "spec": {"replicas": 1},
+            },
+        ),
+        Step(
+            "deploy scale stale put",
+            "PUT",
+            deployments + "/d/scale",
+            {
+                "kind": "Scale",
+                "apiVersion": "autoscaling/v1",
+                "metadata": {"name": "d", "namespace": "{ns}", "resourceVersion": "1"},
+                "spec": {"replicas": 1},
+            },
+        ),
+        Step(
+            "deploy replicasets",
+            "GET",
+            "/apis/apps/v1/namespaces/{ns}/replicasets",
+            facts=_replica_sets,
+            retry_until=lambda code, body: (
+                code == 200 and [i["spec"]["replicas"] for i in body.get("items") or []] == [3]
+            ),
+        ),
+        Step(
+            "deploy status",
+            "GET",
+            deployments + "/d",
+            facts=_rollout,
+            retry_until=lambda code, body: (
+                code == 200
+                and (body.get("status") or {}).get("replicas") == 3
+                and (body.get("status") or {}).get("observedGeneration")
+                == body["metadata"]["generation"]
+            ),
+        ),
+        Step(
+            "deploy pods",
+            "GET",
+            "/api/v1/namespaces/{ns}/pods",
+            params={"labelSelector": "app=d"},
+            facts=lambda body: sorted(
+                (
+                    i["metadata"]["generateName"].startswith("d-"),
+                    i["metadata"]["ownerReferences"][0]["kind"],
+                    (i.get("status") or {}).get("phase"),
+                )
+                for i in body["items"]
+            ),
+            retry_until=lambda code, body: code == 200 and len(body.get("items") or []) == 3,
+        ),
+    ]
 
 
 async def run_against(kube: Kube, ns: str) -> list[Any]:
