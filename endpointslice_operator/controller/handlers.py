@@ -520,7 +520,7 @@ def register_handlers(
 ) -> None:
     """Register the watch handlers on ``registry`` (and nothing else): Services, Pods, Nodes and
     EndpointSlices, except the plural resource names in ``skip`` (the operator lists and
-    watches Pods and EndpointSlices itself, see ``controller.list_watch``)."""
+    watches Pods, Services and EndpointSlices itself, see ``controller.list_watch``)."""
     for group_version, plural, kind, handler in (
         ("v1", "services", "service", router.on_service),
         ("v1", "pods", "pod", router.on_pod),

@@ -1,11 +1,12 @@
-"""List+watch without Kopf, for the kinds whose event rate matters: Pods and EndpointSlices.
+"""List+watch without Kopf, for the kinds whose numbers matter: Pods, Services, EndpointSlices.
 
 Kopf runs every event through its per-object machinery (a worker task, a logger, a memory
 record kept until deletion, handler kwargs, cause detection), which measured at about three
 quarters of the operator's CPU per pod event and 1 KB of memory per pod (docs/performance.md).
-Pods (every readiness change) and EndpointSlices (every write of ours comes back as an event)
-are listed and watched here with the same API client the writes use; Services and Nodes stay
-on Kopf. Each event goes straight to the router, with Kopf's conventions:
+Pods (every readiness change), Services (tens of thousands in a large cluster: Kopf's
+per-object cost was a quarter of the start-up) and EndpointSlices (every write of ours comes back
+as an event) are listed and watched here with the same API client the writes use; Nodes stay on
+Kopf. Each event goes straight to the router, with Kopf's conventions:
 
 * the listing is paginated (``limit``/``continue``) and each listed object is delivered with
   event type ``None``; the router's re-listing logic relies on that to find objects deleted
@@ -49,7 +50,7 @@ GONE = 410
 
 Handler = Callable[[str | None, Mapping[str, Any]], None]
 
-KINDS = ("pods", "endpointslices")
+KINDS = ("pods", "services", "endpointslices")
 
 
 class _Expired(Exception):
@@ -84,6 +85,10 @@ class ListWatcher:
             core = CoreV1Api(api_client)
             self._everywhere = core.list_pod_for_all_namespaces
             self._namespaced = core.list_namespaced_pod
+        elif kind == "services":
+            core = CoreV1Api(api_client)
+            self._everywhere = core.list_service_for_all_namespaces
+            self._namespaced = core.list_namespaced_service
         elif kind == "endpointslices":
             discovery = DiscoveryV1Api(api_client)
             self._everywhere = discovery.list_endpoint_slice_for_all_namespaces

@@ -2,9 +2,9 @@
 
 :class:`Operator` wires everything for one replica and can run in-process (tests, the demo):
 
-* Pods and EndpointSlices, the kinds with many events, are listed and watched by
-  :mod:`.list_watch` (no per-event framework cost, see docs/performance.md).
-* Services and Nodes: Kopf runs with a private registry holding only our ``on.event`` handlers
+* Pods, Services and EndpointSlices, the kinds with many objects or events, are listed and
+  watched by :mod:`.list_watch` (no per-object framework cost, see docs/performance.md).
+* Nodes: Kopf runs with a private registry holding only our ``on.event`` handlers
   and a login handler that hands Kopf the same credentials the kubernetes-asyncio client uses
   (see :mod:`.kopf_wiring` for the settings that make it a pure watcher).
 * Readiness: once the initial listings are in, meaning every index holds at least as many
@@ -254,8 +254,12 @@ class Operator:
         leading_task = asyncio.create_task(
             self._lead(api_client, router, syncer), name="leader-election-and-workers"
         )
-        # Pods and EndpointSlices are watched without Kopf (see controller.list_watch).
-        handlers = {"pods": router.on_pod, "endpointslices": router.on_slice}
+        # Pods, Services and EndpointSlices are watched without Kopf (see controller.list_watch).
+        handlers = {
+            "pods": router.on_pod,
+            "services": router.on_service,
+            "endpointslices": router.on_slice,
+        }
         watch_tasks = [
             asyncio.create_task(
                 ListWatcher(

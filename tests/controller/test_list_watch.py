@@ -13,7 +13,7 @@ from kubernetes_asyncio.client import ApiClient
 from endpointslice_operator.controller.kopf_wiring import load_client_configuration
 from endpointslice_operator.controller.list_watch import ListWatcher
 from endpointslice_operator.testing import Emulator, FaultConfig, run_emulator
-from tests.e2e.harness import eventually, pod, set_ready, settings
+from tests.e2e.harness import NS, eventually, pod, service, set_ready, settings
 
 Seen = list[tuple[str | None, str]]
 
@@ -166,12 +166,29 @@ async def test_endpointslices_are_listed_and_watched_too() -> None:
         assert recorder.seen == [(None, "e2e/s-0"), ("ADDED", "e2e/s-1"), ("DELETED", "e2e/s-0")]
 
 
+async def test_services_are_listed_and_watched_too() -> None:
+    async with run_emulator() as emu:
+        emu.store.create_namespace("e2e")
+        service(emu, "svc-0")
+        recorder = Recorder()
+        async with watching(emu, recorder, "services") as watcher:
+            await eventually(lambda: watcher.listings == 1)
+            service(emu, "svc-1")
+            emu.store.delete("services", NS, "svc-0")
+            await eventually(lambda: len(recorder.seen) == 3)
+        assert recorder.seen == [
+            (None, f"{NS}/svc-0"),
+            ("ADDED", f"{NS}/svc-1"),
+            ("DELETED", f"{NS}/svc-0"),
+        ]
+
+
 async def test_other_kinds_are_refused() -> None:
     async with run_emulator() as emu:
         configuration = await load_client_configuration(settings(emu))
         async with ApiClient(configuration) as api_client:
-            with pytest.raises(ValueError, match="services"):
-                ListWatcher(api_client, "services", Recorder())
+            with pytest.raises(ValueError, match="nodes"):
+                ListWatcher(api_client, "nodes", Recorder())
 
 
 async def test_a_listing_behind_what_was_seen_reports_a_reset(tmp_path: Any) -> None:
