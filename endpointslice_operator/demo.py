@@ -202,13 +202,6 @@ def _header(out: TextIO, text: str) -> None:
     out.write(f"\n=== {text} ===\n")
 
 
-def _ready(pod: dict[str, Any]) -> bool:
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (pod.get("status") or {}).get("conditions") or []
-    )
-
-
 def _pods(emu: Emulator) -> list[dict[str, Any]]:
     found = emu.store.list("pods", NAMESPACE, label_selector=f"app={SERVICE}")
     return sorted(

@@ -506,6 +506,21 @@ def _replica_sets(body: Any) -> Any:
     ]
 
 
+def _stale_scale_put(name: str, deployments: str, metadata: dict[str, str]) -> Step:
+    """A PUT of Deployment d's Scale carrying resourceVersion "1" (and ``metadata``)."""
+    return Step(
+        name,
+        "PUT",
+        deployments + "/d/scale",
+        {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": {"name": "d", "resourceVersion": "1", **metadata},
+            "spec": {"replicas": 1},
+        },
+    )
+
+
 def workload_steps() -> list[Step]:
     """Deployments as kubectl apply / scale / rollout drive them (no kubelet: pods stay
     Pending on both servers)."""
@@ -541,28 +556,8 @@ def workload_steps() -> list[Step]:
             content_type=MERGE,
             facts=fields("kind", "spec.replicas"),
         ),
-        Step(
-            "deploy scale put without namespace",
-            "PUT",
-            deployments + "/d/scale",
-            {
-                "kind": "Scale",
-                "apiVersion": "autoscaling/v1",
-                "metadata": {"name": "d", "resourceVersion": "1"},
-                "spec": {"replicas": 1},
-            },
-        ),
-        Step(
-            "deploy scale stale put",
-            "PUT",
-            deployments + "/d/scale",
-            {
-                "kind": "Scale",
-                "apiVersion": "autoscaling/v1",
-                "metadata": {"name": "d", "namespace": "{ns}", "resourceVersion": "1"},
-                "spec": {"replicas": 1},
-            },
-        ),
+        _stale_scale_put("deploy scale put without namespace", deployments, {}),
+        _stale_scale_put("deploy scale stale put", deployments, {"namespace": "{ns}"}),
         Step(
             "deploy replicasets",
             "GET",
