@@ -16,7 +16,7 @@ from .endpoints import Endpoint, EndpointKey, EndpointState, endpoint_from_dict
 from .ipaddr import canonical_ip
 from .labels import LABEL_TOPOLOGY_ZONE
 from .ports import PortKey, ports_from_dicts, resolve_ports, service_ports
-from .records import PodRecord, pod_record
+from .records import SHARED_RECORD_CACHE, PodRecord, pod_record
 
 __all__ = [
     "IPV4",
@@ -175,7 +175,7 @@ def desired_from_service_pods(
         if isinstance(raw, PodRecord):
             pod = raw
         elif isinstance(raw, Mapping):
-            pod = pod_record(raw)
+            pod = SHARED_RECORD_CACHE.record(raw)
         else:
             errors.append(f"skipping a pod that is not an object: {type(raw).__name__}")
             continue

@@ -10,9 +10,10 @@ Go's ``netutils.ParseIPSloppy`` accepts IPv4 octets with leading zeros (read as 
 from __future__ import annotations
 
 import ipaddress
+import re
 from functools import lru_cache
 
-__all__ = ["NOT_AN_IP", "canonical_ip", "endpoint_ip"]
+__all__ = ["NOT_AN_IP", "canonical_ip", "endpoint_ip", "pod_endpoint_ip"]
 
 NOT_AN_IP = "not an IP address"
 
@@ -63,6 +64,22 @@ def endpoint_ip(text: str) -> tuple[str, bool] | str:
         return NOT_AN_IP
     reason = _special_address(*parsed)
     return parsed if reason is None else reason
+
+
+_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_canonical_ipv4 = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}").fullmatch
+"""Matches exactly the IPv4 texts that are canonical already (no leading zeros, each octet
+at most 255): what the API server reports for nearly every pod."""
+
+
+def pod_endpoint_ip(text: str) -> tuple[str, bool] | str:
+    """:func:`endpoint_ip` without its cache for the common case, a canonical IPv4 text: one
+    regular-expression match and a look at the first octets (about 0.4 us against 1.3 us for
+    a cache miss). Everything else goes through :func:`endpoint_ip`."""
+    if _canonical_ipv4(text) is None:
+        return endpoint_ip(text)
+    reason = _special_ipv4(text)
+    return (text, False) if reason is None else reason
 
 
 def _special_ipv4(canonical: str) -> str | None:

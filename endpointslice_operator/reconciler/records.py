@@ -9,13 +9,22 @@ of a Pod are dropped and described in ``errors``.
 from __future__ import annotations
 
 import sys
+import threading
 import weakref
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, NamedTuple, NoReturn
 
-from .ipaddr import NOT_AN_IP, endpoint_ip
+from .ipaddr import NOT_AN_IP, pod_endpoint_ip
 
-__all__ = ["ContainerPort", "PodRecord", "as_pod_record", "pod_record"]
+__all__ = [
+    "SHARED_RECORD_CACHE",
+    "ContainerPort",
+    "PodRecord",
+    "PodRecordCache",
+    "as_pod_record",
+    "pod_record",
+]
 
 ContainerPort = tuple[str, str, int]
 """``(name, protocol, containerPort)``."""
@@ -85,6 +94,15 @@ def _intern_str(value: Any) -> str:
 def _intern_labels(raw: Any) -> Mapping[str, str]:
     if not raw or not _is_mapping(raw):
         return _EMPTY_LABELS
+    # Replicas of one template list their labels in the same order: look the items up as
+    # given first, and sort and intern only for a label set not seen in that order yet.
+    try:
+        as_given = tuple(raw.items())
+        shared = _label_maps.get(as_given)
+    except TypeError:  # an unhashable value: not a string label
+        as_given, shared = None, None
+    if shared is not None:
+        return shared
     items = tuple(
         sorted(
             (sys.intern(k), sys.intern(v))
@@ -96,6 +114,8 @@ def _intern_labels(raw: Any) -> Mapping[str, str]:
     if shared is None:
         shared = _LabelMap(items)
         _label_maps[items] = shared
+    if as_given is not None and as_given != items and len(as_given) == len(items):
+        _label_maps[as_given] = shared
     return shared
 
 
@@ -175,7 +195,7 @@ def _parse_pod_ips(
         if not isinstance(ip, str):
             errors.append(f"bad podIPs entry {entry!r}")
             continue
-        parsed = endpoint_ip(ip)
+        parsed = pod_endpoint_ip(ip)
         if isinstance(parsed, str):
             # Unparsable, or a special address the API server refuses in an EndpointSlice.
             errors.append(_ip_error(ip, parsed))
@@ -199,6 +219,10 @@ def pod_record(pod: Mapping[str, Any], previous: PodRecord | None = None) -> Pod
     ``previous``, the record of an earlier version of the same Pod, lets its parsed IPs be
     reused when ``status.podIPs`` is unchanged (it is, for every update after the first).
     """
+    # This runs for every pod event in the operator and for every pod of every call in the
+    # library path: strings are interned inline and the tuple is built without NamedTuple's
+    # keyword handling.
+    intern = sys.intern
     errors: list[str] = []
     metadata = _mapping(pod.get("metadata"))
     spec = _mapping(pod.get("spec"))
@@ -212,36 +236,101 @@ def pod_record(pod: Mapping[str, Any], previous: PodRecord | None = None) -> Pod
     ready = False
     ready_transition: str | None = None
     conditions = status.get("conditions")
-    for condition in conditions if isinstance(conditions, list) else ():
+    for condition in conditions if type(conditions) is list else ():
         if _is_mapping(condition) and condition.get("type") == "Ready":
             ready = condition.get("status") == "True"
             transition = condition.get("lastTransitionTime")
-            ready_transition = sys.intern(transition) if isinstance(transition, str) else None
+            ready_transition = intern(transition) if type(transition) is str else None
             break
-
-    return PodRecord(
-        namespace=_intern_str(metadata.get("namespace")),
-        name=_intern_str(metadata.get("name")),
-        uid=_intern_str(metadata.get("uid")),
-        labels=_intern_labels(metadata.get("labels")),
-        resource_version=_intern_str(metadata.get("resourceVersion")),
-        phase=_intern_str(status.get("phase")),
-        pod_ip=_intern_str(status.get("podIP")),
-        pod_ips=pod_ips_tuple,
-        ipv4=ipv4_tuple,
-        ipv6=ipv6_tuple,
-        ready=ready,
-        ready_transition=ready_transition,
-        terminating=metadata.get("deletionTimestamp") is not None,
-        node_name=_intern_str(spec.get("nodeName")),
-        hostname=_intern_str(spec.get("hostname")),
-        subdomain=_intern_str(spec.get("subdomain")),
-        container_ports=_ports_of(spec.get("containers"), errors, sidecars=False),
-        sidecar_ports=_ports_of(spec.get("initContainers"), errors, sidecars=True),
-        errors=tuple(errors),
+    namespace = metadata.get("namespace")
+    name = metadata.get("name")
+    uid = metadata.get("uid")
+    version = metadata.get("resourceVersion")
+    phase = status.get("phase")
+    pod_ip = status.get("podIP")
+    node_name = spec.get("nodeName")
+    hostname = spec.get("hostname")
+    subdomain = spec.get("subdomain")
+    init_containers = spec.get("initContainers")
+    record: PodRecord = _new_record(
+        (
+            intern(namespace) if type(namespace) is str else "",
+            intern(name) if type(name) is str else "",
+            intern(uid) if type(uid) is str else "",
+            _intern_labels(metadata.get("labels")),
+            intern(version) if type(version) is str else "",
+            intern(phase) if type(phase) is str else "",
+            intern(pod_ip) if type(pod_ip) is str else "",
+            pod_ips_tuple,
+            ipv4_tuple,
+            ipv6_tuple,
+            ready,
+            ready_transition,
+            metadata.get("deletionTimestamp") is not None,
+            intern(node_name) if type(node_name) is str else "",
+            intern(hostname) if type(hostname) is str else "",
+            intern(subdomain) if type(subdomain) is str else "",
+            _ports_of(spec.get("containers"), errors, sidecars=False),
+            _ports_of(init_containers, errors, sidecars=True) if init_containers else (),
+            tuple(errors) if errors else (),
+        )
     )
+    return record
+
+
+_new_record: Any = partial(tuple.__new__, PodRecord)
+"""``PodRecord(*fields)`` without NamedTuple's argument handling (fields in declaration order)."""
+
+
+class PodRecordCache:
+    """Records of the Pod dicts a library caller passes, per UID, reused for the same object.
+
+    The same policy as the reconciler's ``SliceParseCache``: a record is reused only when the
+    caller passes the very same dict again (identity) with the same ``resourceVersion``, as a
+    caller planning from an informer's cache does on every sync. Objects passed in are read as
+    immutable snapshots, as informers' objects are: a Pod changed in place must carry a new
+    ``resourceVersion`` (or be a new dict) to be read again. A new version of a known Pod reuses
+    the old record's parsed IPs. Bounded by ``max_pods`` (oldest first out); holds the dicts it
+    was given until they are evicted or replaced. The operator itself never fills it: it keeps
+    records, not dicts.
+    """
+
+    def __init__(self, max_pods: int = 200_000) -> None:
+        self._entries: dict[str, tuple[Mapping[str, Any], object, PodRecord]] = {}
+        self._max_pods = max_pods
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def record(self, pod: Mapping[str, Any]) -> PodRecord:
+        metadata = _mapping(pod.get("metadata"))
+        uid = metadata.get("uid")
+        if type(uid) is not str or not uid:
+            return pod_record(pod)
+        version = metadata.get("resourceVersion")
+        entry = self._entries.get(uid)
+        if entry is not None and entry[0] is pod and entry[1] == version:
+            return entry[2]
+        record = pod_record(pod, entry[2] if entry is not None else None)
+        with self._lock:
+            self._entries.pop(uid, None)
+            self._entries[uid] = (pod, version, record)
+            while len(self._entries) > self._max_pods:
+                del self._entries[next(iter(self._entries))]
+        return record
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+SHARED_RECORD_CACHE = PodRecordCache()
+"""The process-wide cache that ``desired_from_service_pods`` (and so ``plan_service``) reads Pod
+dicts through."""
 
 
 def as_pod_record(pod: PodRecord | Mapping[str, Any]) -> PodRecord:
-    """Accept either form wherever the reconciler takes pods."""
-    return pod if isinstance(pod, PodRecord) else pod_record(pod)
+    """Accept either form wherever the reconciler takes pods (dicts through
+    ``SHARED_RECORD_CACHE``)."""
+    return pod if isinstance(pod, PodRecord) else SHARED_RECORD_CACHE.record(pod)

@@ -7,6 +7,7 @@ import ipaddress
 import json
 import tracemalloc
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -21,7 +22,17 @@ from endpointslice_operator.reconciler import (
     pod_record,
 )
 from endpointslice_operator.reconciler import records as records_module
-from endpointslice_operator.reconciler.ipaddr import NOT_AN_IP, canonical_ip, endpoint_ip
+from endpointslice_operator.reconciler.ipaddr import (
+    NOT_AN_IP,
+    canonical_ip,
+    endpoint_ip,
+    pod_endpoint_ip,
+)
+from endpointslice_operator.reconciler.records import (
+    SHARED_RECORD_CACHE,
+    PodRecordCache,
+    as_pod_record,
+)
 
 
 @pytest.mark.parametrize(
@@ -348,3 +359,63 @@ def test_config_validation() -> None:
 )
 def test_format_trigger_time(moment: datetime, text: str) -> None:
     assert format_trigger_time(moment) == text
+
+
+@given(
+    st.one_of(
+        st.ip_addresses(v=4).map(str),
+        st.from_regex(r"[0-9]{1,4}(\.[0-9]{1,4}){2,4}", fullmatch=True),
+        st.ip_addresses(v=6).map(str),
+        st.text(max_size=20),
+    )
+)
+def test_the_pod_ip_fast_path_agrees_with_the_full_parse(text: str) -> None:
+    assert pod_endpoint_ip(text) == endpoint_ip.__wrapped__(text)
+
+
+def test_label_sets_in_another_order_share_one_map() -> None:
+    first = pod_record({"metadata": {"labels": {"b": "2", "a": "1"}}})
+    second = pod_record({"metadata": {"labels": {"a": "1", "b": "2"}}})
+    third = pod_record({"metadata": {"labels": {"b": "2", "a": "1"}}})
+    assert first.labels is second.labels is third.labels
+    assert list(first.labels) == ["a", "b"]
+    # Labels that are not all strings are dropped, never looked up under their given order.
+    odd = pod_record({"metadata": {"labels": {"b": "2", "a": 1}}})
+    assert dict(odd.labels) == {"b": "2"}
+
+
+def test_the_record_cache_reuses_a_record_for_the_same_object_and_version() -> None:
+    cache = PodRecordCache(max_pods=2)
+    pod: dict[str, Any] = _pod(phase="Running", podIPs=[{"ip": "10.0.0.1"}])
+    pod["metadata"].update(uid="u-1", resourceVersion="7")
+    record = cache.record(pod)
+    assert cache.record(pod) is record
+    # An equal but different dict is parsed again (the cache holds objects, not contents).
+    copy = json.loads(json.dumps(pod))
+    assert cache.record(copy) == record and cache.record(copy) is not record
+    # A new version of the same pod is read again, reusing the parsed IPs.
+    newer = json.loads(json.dumps(pod))
+    newer["metadata"]["resourceVersion"] = "8"
+    newer["status"]["phase"] = "Failed"
+    updated = cache.record(newer)
+    assert updated.phase == "Failed" and updated.ipv4 is record.ipv4
+    # Without a uid nothing is kept; and the cache holds at most max_pods.
+    anonymous: dict[str, Any] = _pod(phase="Running")
+    del anonymous["metadata"]["uid"]
+    cache.record(anonymous)
+    assert len(cache) == 1
+    for i in range(5):
+        other: dict[str, Any] = _pod(phase="Running")
+        other["metadata"].update(uid=f"u-{i + 2}", resourceVersion="1")
+        cache.record(other)
+    assert len(cache) == 2
+    cache.clear()
+    assert len(cache) == 0
+
+
+def test_pod_dicts_are_read_through_the_shared_cache() -> None:
+    pod: dict[str, Any] = _pod(phase="Running")
+    pod["metadata"].update(uid="shared-cache-pod", resourceVersion="1")
+    record = as_pod_record(pod)
+    assert as_pod_record(pod) is record is SHARED_RECORD_CACHE.record(pod)
+    assert as_pod_record(record) is record
