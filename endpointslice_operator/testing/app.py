@@ -503,11 +503,18 @@ class ApiApp:
         raws: list[bytes] = []
         metadata: JSON = {"resourceVersion": str(list_rv)}
         last_key: tuple[str, str] | None = None
+        filtered = not (labels is None or labels.empty) or not (fields is None or fields.empty)
         for key, raw in items:
             if limit and len(raws) == limit:
-                remaining = 1 + sum(1 for _ in items)
                 metadata["continue"] = _encode_continue(list_rv, *(last_key or key))
-                metadata["remainingItemCount"] = remaining
+                # As kube-apiserver: no count when a selector filters the list (the server
+                # cannot know it without reading the rest), else the objects after this page.
+                if not filtered:
+                    if not self.store.changed_since(info, list_rv):
+                        remaining = self.store.count_after(info, target.namespace, last_key or key)
+                    else:  # a snapshot of the past: count what it holds
+                        remaining = 1 + sum(1 for _ in items)
+                    metadata["remainingItemCount"] = remaining
                 break
             raws.append(raw)
             last_key = key

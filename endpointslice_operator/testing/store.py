@@ -16,6 +16,7 @@ unless a grace period is given).
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import json
 import random
@@ -149,6 +150,9 @@ class Store:
         }
         self._listeners: list[Listener] = []
         self._by_uid: dict[str, tuple[ResourceInfo, str, str]] = {}
+        self._sorted_names: dict[tuple[str, str], list[str]] = {}
+        """Names per (resource, namespace) in order, for paginated lists: built on demand and
+        dropped when a name comes or goes (not on updates)."""
         self._dependents: dict[str, set[tuple[str, str, str]]] = {}
         self._terminating: set[str] = set()  # namespaces being deleted
         self.cluster_ips = defaults.ClusterIPAllocator()
@@ -250,12 +254,17 @@ class Store:
             if after is not None and ns < after[0]:
                 continue
             bucket = buckets[ns]
-            names = (
-                [name_hint]
-                if name_hint is not None and name_hint in bucket
-                else ([] if name_hint is not None else sorted(bucket))
-            )
-            for name in names:
+            if name_hint is not None:
+                names = [name_hint] if name_hint in bucket else []
+            else:
+                names = self._names_in_order(info.key, ns, bucket)
+            start = 0
+            if after is not None and ns == after[0]:
+                # A continued list starts right after the last key served: a page costs what it
+                # holds, as an etcd range read does, not a pass over the names before it.
+                start = bisect.bisect_right(names, after[1])
+            for index in range(start, len(names)):
+                name = names[index]
                 if after is not None and (ns, name) <= after:
                     continue
                 stored = bucket[name]
@@ -268,6 +277,37 @@ class Store:
                 ):
                     continue
                 yield (ns, name), stored
+
+    def _names_in_order(self, key: str, namespace: str, bucket: dict[str, Stored]) -> list[str]:
+        names = self._sorted_names.get((key, namespace))
+        if names is None:
+            names = self._sorted_names[(key, namespace)] = sorted(bucket)
+        return names
+
+    def changed_since(self, resource: str | ResourceInfo, since: int) -> bool:
+        """Whether any object of ``resource`` was written after resourceVersion ``since``."""
+        history = self._history[self._storage(self.resolve(resource)).key]
+        return bool(history) and history[-1].rv > since
+
+    def count_after(
+        self, resource: str | ResourceInfo, namespace: str | None, after: tuple[str, str]
+    ) -> int:
+        """How many objects (of ``namespace``, or all) sort after the key ``after`` now: the
+        ``remainingItemCount`` of an unfiltered page that ended there."""
+        info = self._storage(self.resolve(resource))
+        buckets = self._objects[info.key]
+        if namespace is not None and info.namespaced:
+            namespaces = [namespace] if namespace in buckets else []
+        else:
+            namespaces = list(buckets)
+        remaining = 0
+        for ns in namespaces:
+            if ns > after[0]:
+                remaining += len(buckets[ns])
+            elif ns == after[0]:
+                names = self._names_in_order(info.key, ns, buckets[ns])
+                remaining += len(names) - bisect.bisect_right(names, after[1])
+        return remaining
 
     def iter_at(
         self,
@@ -353,8 +393,12 @@ class Store:
                 if not bucket:
                     del buckets[namespace]
             self._by_uid.pop(meta.get("uid", ""), None)
+            self._sorted_names.pop((info.key, namespace), None)
         else:
-            buckets.setdefault(namespace, {})[name] = Stored.of(info, obj, raw)
+            bucket = buckets.setdefault(namespace, {})
+            if name not in bucket:
+                self._sorted_names.pop((info.key, namespace), None)
+            bucket[name] = Stored.of(info, obj, raw)
             self._by_uid[meta["uid"]] = (info, namespace, name)
         self._index_owners(info, namespace, name, old, None if event_type == DELETED else obj)
         if info.key == "namespaces":

@@ -161,6 +161,31 @@ async def test_limit_and_continue_page_through_a_consistent_version(
     assert status == 400
 
 
+async def test_remaining_item_count_as_the_real_server_gives_it(
+    emu: Emulator, client: Client
+) -> None:
+    """Counted for unfiltered pages (also across namespaces and after names come and go
+    between pages), never for a list filtered by a label or field selector."""
+    for index in range(6):
+        emu.store.create(endpoint_slice(f"s{index}", metadata={"labels": {"keep": "yes"}}))
+    status, page = await client.get(SLICES, limit="2")
+    assert status == 200 and page["metadata"]["remainingItemCount"] == 4
+    emu.store.delete("endpointslices", "default", "s1")
+    emu.store.create(endpoint_slice("s9"))
+    status, page = await client.get(SLICES, limit="2")
+    assert [i["metadata"]["name"] for i in page["items"]] == ["s0", "s2"]
+    assert page["metadata"]["remainingItemCount"] == 4  # s3, s4, s5, s9
+    status, page = await client.get(SLICES, limit="2", **{"continue": page["metadata"]["continue"]})
+    assert [i["metadata"]["name"] for i in page["items"]] == ["s3", "s4"]
+    assert page["metadata"]["remainingItemCount"] == 2
+    status, page = await client.get("/apis/discovery.k8s.io/v1/endpointslices", limit="5")
+    assert page["metadata"]["remainingItemCount"] == 1
+    for selector in ({"labelSelector": "keep=yes"}, {"fieldSelector": "metadata.name!=s0"}):
+        status, page = await client.get(SLICES, limit="2", **selector)
+        assert status == 200 and page["metadata"]["continue"]
+        assert "remainingItemCount" not in page["metadata"]
+
+
 async def test_continued_pages_show_the_first_page_version(emu: Emulator, client: Client) -> None:
     for index in range(4):
         emu.store.create(endpoint_slice(f"s{index}", metadata={"labels": {"keep": "yes"}}))

@@ -147,8 +147,14 @@ def item_names(body: Any) -> Any:
 
 
 def page(body: Any) -> Any:
+    """Items on the page, whether it continues, and whether it counts what remains (the real
+    server counts only for lists without a label or field selector)."""
     metadata = body.get("metadata") or {}
-    return (len(body.get("items") or []), bool(metadata.get("continue")))
+    return (
+        len(body.get("items") or []),
+        bool(metadata.get("continue")),
+        "remainingItemCount" in metadata,
+    )
 
 
 def fields(*paths: str) -> Facts:

@@ -248,6 +248,7 @@ def steps() -> list[Step]:
         Step("slice create", "POST", SLICES, eps(), facts=kind_and_name),
         Step("slice create 2", "POST", SLICES, eps(), facts=kind_and_name),
         Step("slice create 3", "POST", SLICES, eps(), facts=kind_and_name),
+        Step("slices page unfiltered", "GET", SLICES, params={"limit": "1"}, facts=page),
         Step("slice generateName dash", "POST", SLICES, eps("web--"), facts=kind_and_name),
         Step("slice generateName dot", "POST", SLICES, eps("web."), facts=kind_and_name),
         Step("slice bad addressType", "POST", SLICES, eps(addressType="IPv5")),
