@@ -292,7 +292,7 @@ class EventRouter:
             return
         if event_type == "DELETED":
             old = self.indexes.pods.remove(namespace, name)
-            if old is not None:
+            if old is not None and self.queue is not None:
                 self._queue_pod_services(
                     namespace, self.indexes.services.selecting(namespace, old.labels)
                 )
@@ -301,6 +301,11 @@ class EventRouter:
         old = self.indexes.pods.put(new)
         if new.errors:
             log.debug("pod %s/%s: %s", namespace, name, "; ".join(new.errors))
+        if self.queue is None:
+            # Not leading (or not yet: the initial listings): nothing to queue, and a new
+            # leader queues every Service anyway. Finding the Services that select each pod
+            # was a tenth of the start-up at 100,000 pods.
+            return
         if old is None:
             self._queue_pod_services(
                 namespace, self.indexes.services.selecting(namespace, new.labels)

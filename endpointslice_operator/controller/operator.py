@@ -201,6 +201,10 @@ class Operator:
 
     async def _run_round(self, configuration: Configuration, api_client: ApiClient) -> None:
         """Watch, index and sync from fresh listings until stopped or the server is reset."""
+        if self.settle_heap:
+            # No cyclic collections while the listings fill the caches (see controller/heap.py).
+            heap.pause()
+            asyncio.get_running_loop().call_later(heap.PAUSE_LIMIT, heap.resume)
         budget = WriteBudget(
             self.settings.kube_api_qps, self.settings.kube_api_burst, metrics=self.metrics
         )

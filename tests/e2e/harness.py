@@ -59,12 +59,16 @@ async def running_operator(
     serve_health: bool = False,
     kubeconfig: Path | None = None,
     write_policy: str = "fresh",
+    settle_heap: bool = False,
     **overrides: Any,
 ) -> AsyncIterator[Operator]:
     if kubeconfig is not None:
         overrides["kubeconfig"] = kubeconfig
     operator = Operator(
-        settings(emu, **overrides), serve_health=serve_health, write_policy=write_policy
+        settings(emu, **overrides),
+        serve_health=serve_health,
+        write_policy=write_policy,
+        settle_heap=settle_heap,
     )
     task = asyncio.create_task(operator.run())
     try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 from endpointslice_operator.testing import run_emulator
 from tests.e2e.harness import (
     addresses,
@@ -33,3 +35,23 @@ async def test_opted_in_service_gets_a_slice_and_watched_objects_are_never_writt
         for resource in ("pods", "services", "nodes", "namespaces"):
             for verb in ("create", "update", "patch", "delete"):
                 assert emu.requests.count(verb=verb, resource=resource) == 0, (verb, resource)
+
+
+async def test_run_freezes_the_filled_caches_and_switches_the_collector_back_on() -> None:
+    """As ``endpointslice-operator run`` does (``settle_heap``): the collector is off during
+    the initial listings and on again, with the caches frozen, once they are in."""
+    enabled = gc.isenabled()
+    gc.unfreeze()
+    try:
+        async with run_emulator() as emu:
+            cluster(emu)
+            service(emu, "web", selector={"app": "web"})
+            pod(emu, "web-0", "10.1.0.1")
+            async with running_operator(emu, settle_heap=True):
+                assert gc.isenabled()
+                assert gc.get_freeze_count() > 0
+                await eventually(lambda: addresses(emu, "web") == {"10.1.0.1"})
+    finally:
+        gc.unfreeze()
+        if not enabled:
+            gc.disable()
