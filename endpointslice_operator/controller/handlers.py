@@ -49,6 +49,7 @@ from endpointslice_operator.controller.optin import UPSTREAM_CONTROLLER_NAME
 from endpointslice_operator.controller.queue import ServiceQueue
 from endpointslice_operator.controller.reset import Watermark
 from endpointslice_operator.reconciler.records import PodRecord, pod_record
+from endpointslice_operator.reconciler.sources import claim_statuses_of, network_status_of
 from endpointslice_operator.reconciler.topology import TopologyCache
 from endpointslice_operator.reconciler.tracker import EndpointSliceTracker
 
@@ -238,6 +239,11 @@ class EventRouter:
         if self.queue is not None:
             self.queue.add_after(key, delay)
 
+    def requeue(self, keys: list[str]) -> None:
+        """Queue these Services now (no-op while not leading)."""
+        for key in keys:
+            self._add(key)
+
     def all_keys(self) -> list[str]:
         """Every Service a fresh leader must look at: opted-in ones and those with our slices."""
         keys = {
@@ -299,6 +305,10 @@ class EventRouter:
             return
         new = pod_record(pod, held)  # held's parsed IPs are reused while podIPs are unchanged
         old = self.indexes.pods.put(new)
+        # Secondary-network data lives in side tables, only for the pods that carry it.
+        extras_changed = self.indexes.pods.put_extras(
+            namespace, name, network_status_of(pod), claim_statuses_of(pod)
+        )
         if new.errors:
             log.debug("pod %s/%s: %s", namespace, name, "; ".join(new.errors))
         if old is None:
@@ -308,7 +318,7 @@ class EventRouter:
             return
         if old.resource_version == new.resource_version:
             return
-        changed = pod_changed(old, new)
+        changed = pod_changed(old, new) or extras_changed
         relabelled = labels_changed(old, new)
         if not changed and not relabelled:
             return
@@ -448,6 +458,29 @@ class EventRouter:
         entry = self.indexes.services.get(key)
         if entry is not None and entry.decision.managed:
             self._add(key)
+
+    # -- resource claims (only watched while a Service uses a device network) ----------------
+
+    def on_claim(self, event_type: str | None, claim: Mapping[str, Any]) -> None:
+        """A ResourceClaim changed: sync the Services selecting the pods that use it."""
+        metadata = _metadata(claim)
+        namespace, name = str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+        if not name:
+            return
+        claims = self.indexes.claims
+        if event_type == "DELETED":
+            if claims.remove(namespace, name) is None:
+                return
+        else:
+            previous, current = claims.put(claim)
+            if previous is not None and previous["status"] == current["status"]:
+                return
+            if not claims.synced:
+                return  # the listing's end queues every device-network Service
+        for pod in self.indexes.pods.claimed_by(namespace, name):
+            self._queue_pod_services(
+                namespace, self.indexes.services.selecting(namespace, pod.labels)
+            )
 
     # -- nodes -----------------------------------------------------------------------------
 
