@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
+import aiohttp
 from kubernetes_asyncio.client import ApiClient
 
 from endpointslice_operator.controller.claims import GROUP, PLURAL, VERSIONS, pick_version
@@ -63,7 +65,7 @@ async def watch_claims(
         try:
             version = await discover_claim_version(api_client)
             break
-        except (ApiError, OSError, TimeoutError) as exc:
+        except (ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
             log.warning("discovery of %s failed, retrying: %s", GROUP, exc)
             await asyncio.sleep(DISCOVERY_RETRY)
     if version is None:
@@ -75,9 +77,34 @@ async def watch_claims(
         router.requeue(_device_network_services(indexes, device_annotation))
         return
     claims.version = version
+    forbidden = await _forbidden(api_client, version, namespaces)
+    if forbidden is not None:
+        claims.unavailable = (
+            f"the operator may not list {GROUP} {PLURAL} (install the chart with "
+            f"rbac.resourceClaims: true): {forbidden}"
+        )
+        log.warning("%s", claims.unavailable)
+        router.requeue(_device_network_services(indexes, device_annotation))
+        return
     log.info("watching %s/%s %s (a Service uses a device network)", GROUP, version, PLURAL)
 
+    seen: set[tuple[str, str]] = set()
+
+    def on_event(event_type: str | None, claim: Mapping[str, Any]) -> None:
+        if event_type is None:  # a listing's object
+            metadata = claim.get("metadata")
+            if isinstance(metadata, Mapping):
+                seen.add((str(metadata.get("namespace") or ""), str(metadata.get("name") or "")))
+        router.on_claim(event_type, claim)
+
     def listed() -> None:
+        if len(namespaces) <= 1:
+            # A re-listing (after a 410) shows no DELETED events: claims it did not show are
+            # gone. (With several namespaces the listings interleave; a deleted claim then
+            # stays until its pods are gone, which only costs memory.)
+            for namespace, name in [key for key in claims.claims if key not in seen]:
+                router.on_claim("DELETED", {"metadata": {"namespace": namespace, "name": name}})
+        seen.clear()
         # Synced once every scope (namespace) has been listed.
         if not claims.synced and watcher.listings >= max(1, len(namespaces)):
             claims.synced = True
@@ -86,7 +113,7 @@ async def watch_claims(
     watcher = ListWatcher(
         api_client,
         PLURAL,
-        router.on_claim,
+        on_event,
         namespaces=namespaces,
         server_timeout=server_timeout,
         client_timeout=client_timeout,
@@ -96,6 +123,27 @@ async def watch_claims(
         on_listed=listed,
     )
     await watcher.run()
+
+
+async def _forbidden(api_client: ApiClient, version: str, namespaces: Sequence[str]) -> str | None:
+    """The API server's message if listing claims is forbidden (RBAC), else None. Other
+    failures are left to the watch, which retries them."""
+    scope = f"/namespaces/{namespaces[0]}" if namespaces else ""
+    try:
+        response = await api_client.call_api(
+            f"/apis/{GROUP}/{version}{scope}/{PLURAL}",
+            "GET",
+            query_params=[("limit", "1")],
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+        )
+        await raise_for_status(response)
+    except ApiError as exc:
+        if exc.status == 403:
+            return str(exc)
+    except (aiohttp.ClientError, OSError, TimeoutError):
+        pass
+    return None
 
 
 def _device_network_services(indexes: Indexes, device_annotation: str) -> list[str]:

@@ -49,7 +49,11 @@ from endpointslice_operator.controller.optin import UPSTREAM_CONTROLLER_NAME
 from endpointslice_operator.controller.queue import ServiceQueue
 from endpointslice_operator.controller.reset import Watermark
 from endpointslice_operator.reconciler.records import PodRecord, pod_record
-from endpointslice_operator.reconciler.sources import claim_statuses_of, network_status_of
+from endpointslice_operator.reconciler.sources import (
+    NETWORK_STATUS_ANNOTATION,
+    claim_statuses_of,
+    network_status_of,
+)
 from endpointslice_operator.reconciler.topology import TopologyCache
 from endpointslice_operator.reconciler.tracker import EndpointSliceTracker
 
@@ -305,10 +309,7 @@ class EventRouter:
             return
         new = pod_record(pod, held)  # held's parsed IPs are reused while podIPs are unchanged
         old = self.indexes.pods.put(new)
-        # Secondary-network data lives in side tables, only for the pods that carry it.
-        extras_changed = self.indexes.pods.put_extras(
-            namespace, name, network_status_of(pod), claim_statuses_of(pod)
-        )
+        extras_changed = self._put_extras(namespace, name, metadata, pod)
         if new.errors:
             log.debug("pod %s/%s: %s", namespace, name, "; ".join(new.errors))
         if old is None:
@@ -330,6 +331,24 @@ class EventRouter:
             new_keys = services.selecting(namespace, new.labels)
             keys = old_keys | new_keys if changed else old_keys ^ new_keys
         self._queue_pod_services(namespace, keys)
+
+    def _put_extras(
+        self, namespace: str, name: str, metadata: Mapping[str, Any], pod: Mapping[str, Any]
+    ) -> bool:
+        """Keep a pod's secondary-network data in the pod index's side tables (only for the
+        pods that carry it); whether it changed. A pod without any, and not held there, costs
+        two dict lookups: this runs for every pod event (see docs/performance.md)."""
+        pods = self.indexes.pods
+        annotations = metadata.get("annotations")
+        status = pod.get("status")
+        if not (
+            (isinstance(annotations, dict) and NETWORK_STATUS_ANNOTATION in annotations)
+            or (isinstance(status, dict) and "resourceClaimStatuses" in status)
+            or (pods.network_statuses and (namespace, name) in pods.network_statuses)
+            or (pods.claim_statuses and (namespace, name) in pods.claim_statuses)
+        ):
+            return False
+        return pods.put_extras(namespace, name, network_status_of(pod), claim_statuses_of(pod))
 
     def _queue_pod_services(self, namespace: str, keys: set[str]) -> None:
         if self.queue is None:

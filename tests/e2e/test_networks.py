@@ -121,8 +121,11 @@ async def test_multus_network_addresses_end_to_end() -> None:
             await eventually(lambda: addresses(emu, "storage") == {"192.168.7.1", "192.168.7.4"})
             await settle(op)
             assert _left_out(op, "network") == 2
-            latest = max(events(emu, "PodsLeftOut"), key=lambda e: e["lastTimestamp"])
-            assert "malformed" in latest["message"] and f"{NS}/web-1" in latest["message"]
+            assert any(
+                e["message"].startswith("2 selected pod(s)")
+                and f"{NS}/web-1 (malformed {NETWORK_STATUS} annotation: not JSON" in e["message"]
+                for e in events(emu, "PodsLeftOut")
+            )
 
 
 async def test_multus_several_interfaces_and_dual_stack() -> None:
@@ -254,3 +257,47 @@ async def test_dra_device_network_addresses_end_to_end() -> None:
             await settle(op)
             assert endpoints(emu, "other") == []
             assert addresses(emu, "web") == {"10.1.0.1", "10.1.0.2", "10.1.0.3"}
+
+
+async def test_dra_without_rbac_for_claims_is_reported() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        # The API server forbids listing ResourceClaims (the chart's rbac.resourceClaims off).
+        emu.faults.fail_codes = (403,)
+        emu.faults.fault_verbs = {"list", "watch"}
+        emu.faults.fault_resources = {"resourceclaims.resource.k8s.io"}
+        emu.faults.fail_rate = 1.0
+        claimed_pod(emu, "web-0", "10.1.0.1", "web-0-nic")
+        service(emu, "fast", annotations={SELECTOR: "app=web", DEVICE_NETWORK: "nic"})
+        service(emu, "web", annotations={SELECTOR: "app=web"})
+        async with running_operator(emu) as op:
+            await eventually(lambda: addresses(emu, "web") == {"10.1.0.1"})
+            await eventually(lambda: events(emu, "InvalidNetwork"))
+            await settle(op)
+            (reported,) = events(emu, "InvalidNetwork")
+            assert reported["involvedObject"]["name"] == "fast"
+            assert "rbac.resourceClaims: true" in reported["message"]
+            assert slices(emu, "fast") == []
+
+
+async def test_claims_deleted_while_the_watch_was_down_are_dropped_on_relisting() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        resource_claim(emu, "web-0-nic")
+        allocate(emu, "web-0-nic", ["192.168.50.1/24"])
+        claimed_pod(emu, "web-0", "10.1.0.1", "web-0-nic")
+        service(emu, "fast", annotations={SELECTOR: "app=web", DEVICE_NETWORK: "nic"})
+        async with running_operator(emu) as op:
+            await eventually(lambda: addresses(emu, "fast") == {"192.168.50.1"})
+            # Every claim watch is cut and cannot resume: the operator lists again.
+            emu.faults.fault_resources = {"resourceclaims.resource.k8s.io"}
+            emu.faults.watch_drop_seconds = 0.2
+            emu.faults.gone_rate = 1.0
+            listed = emu.requests.count(resource="resourceclaims", verb="list")
+            await eventually(
+                lambda: emu.requests.count(resource="resourceclaims", verb="list") > listed
+            )
+            emu.store.delete("resourceclaims.resource.k8s.io", NS, "web-0-nic")
+            await eventually(lambda: addresses(emu, "fast") == set(), timeout=30)
+            await settle(op)
+            assert ("e2e", "web-0-nic") not in op.indexes.claims.claims
