@@ -164,6 +164,10 @@ class LeftOutReporter:
             f"{named}{tail}"
         )
 
+    def tracks(self, key: str) -> bool:
+        """Whether the Service has left-out pods counted or reported."""
+        return key in self._counts or key in self._reported
+
     def forget(self, key: str) -> None:
         """The Service is gone or no longer managed."""
         self.update(key, None, [])

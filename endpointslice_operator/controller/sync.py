@@ -286,6 +286,7 @@ class ServiceSyncer:
         if choice is None:
             return True, None, None
         if isinstance(choice, str):
+            self.left_out.forget(entry.key)
             await self.recorder.record(
                 entry.body,
                 WARNING,
@@ -300,6 +301,7 @@ class ServiceSyncer:
                 if self.want_claims is not None:
                     self.want_claims()
             if claims.unavailable is not None:
+                self.left_out.forget(entry.key)
                 await self._warn_once(
                     entry,
                     REASON_INVALID_NETWORK,
@@ -345,7 +347,7 @@ class ServiceSyncer:
             source=source,
         )
         self._record_plan_metrics(entry.key, plan)
-        if choice is not None or plan.left_out:
+        if choice is not None or self.left_out.tracks(entry.key):
             await self._report_left_out(entry, choice, plan)
         for event in plan.events:
             await self.recorder.record(entry.body, event.type, event.reason, event.message)

@@ -127,6 +127,19 @@ async def test_multus_network_addresses_end_to_end() -> None:
                 for e in events(emu, "PodsLeftOut")
             )
 
+            # Without the annotation the Service is on the cluster network again.
+            current = emu.store.get("services", NS, "storage")
+            assert current is not None
+            del current["metadata"]["annotations"][NETWORK]
+            emu.store.update(current)
+            await eventually(
+                lambda: (
+                    addresses(emu, "storage") == {"10.1.0.1", "10.1.0.2", "10.1.0.3", "10.1.0.4"}
+                )
+            )
+            await settle(op)
+            assert _left_out(op, "network") == 0
+
 
 async def test_multus_several_interfaces_and_dual_stack() -> None:
     async with run_emulator() as emu:
