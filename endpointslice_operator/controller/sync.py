@@ -21,6 +21,10 @@ Deliberate differences from upstream:
   targetPort; the API server would normally refuse these) is skipped with a Warning Event
   ``InvalidInput`` and is not retried, since retrying cannot fix it. Pods on a node missing
   from the cache are retried, as upstream does.
+* **Secondary networks** (:mod:`.networks`): a Service's ``<prefix>/network`` or
+  ``<prefix>/device-network`` annotation picks the pods' address source; pods without an
+  address there are left out (a gauge and a rate-limited ``PodsLeftOut`` Warning Event), an
+  unusable annotation gives ``InvalidNetwork`` and no writes.
 """
 
 from __future__ import annotations
