@@ -390,12 +390,22 @@ class OperatorMetrics:
             "--kube-api-burst)",
             registry=r,
         )
+        self.pods_left_out = Gauge(
+            "endpointslice_operator_pods_left_out",
+            "Selected pods left out of the EndpointSlices because they have no address on the "
+            "Service's secondary network (source: network or device-network), over all Services",
+            ["source"],
+            registry=r,
+        )
         self.workqueue = WorkqueueMetrics(r)
 
     # -- convenience API used by the controller ------------------------------------------------
 
     def record_budget_wait(self, seconds: float) -> None:
         self.budget_wait.inc(seconds)
+
+    def set_pods_left_out(self, source: str, count: int) -> None:
+        self.pods_left_out.labels(source).set(count)
 
     def record_state_reset(self) -> None:
         self.state_resets.inc()

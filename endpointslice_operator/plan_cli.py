@@ -10,7 +10,10 @@ the ones named with ``--service``) exactly as the operator's sync does, and prin
 * ``-o summary``: one line per Service with its counts.
 
 Notes for a Service (pods skipped for a missing node, topology events, a Service that is not
-opted in) go to standard error, so standard output stays a clean document stream.
+opted in, the address source of a Service on a secondary network and the pods it leaves out)
+go to standard error, so standard output stays a clean document stream. ResourceClaims in the
+input feed the ``<prefix>/device-network`` source; pods' network-status annotations the
+``<prefix>/network`` one.
 
 Exit status: 0 on success (with or without writes), 2 for bad usage or unreadable input, with
 one error line on standard error.
@@ -30,7 +33,15 @@ from typing import Any, Literal, TextIO
 import yaml
 from pydantic import ValidationError
 
+from endpointslice_operator.controller.claims import VERSIONS as CLAIM_VERSIONS
+from endpointslice_operator.controller.claims import slim_claim
 from endpointslice_operator.controller.indexes import PodIndex
+from endpointslice_operator.controller.networks import (
+    SOURCE_NETWORK,
+    NetworkAnnotations,
+    choose,
+    source_for,
+)
 from endpointslice_operator.controller.optin import (
     ENDPOINT_CONTROLLER_NAME_LABEL as _CONTROLLER_NAME_LABEL,
 )
@@ -38,6 +49,7 @@ from endpointslice_operator.controller.optin import Status, evaluate, is_opted_i
 from endpointslice_operator.reconciler import Plan, ReconcilerConfig, plan_service
 from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY, LABEL_SERVICE_NAME
 from endpointslice_operator.reconciler.records import pod_record
+from endpointslice_operator.reconciler.sources import claim_statuses_of, network_status_of
 from endpointslice_operator.reconciler.trigger_time import TriggerTimeTracker, parse_time
 
 __all__ = ["InputError", "Manifests", "load_manifests", "main"]
@@ -82,6 +94,8 @@ class Manifests:
     pods: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
     slices: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    claims: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    """DRA ResourceClaims (for Services with the device-network annotation)."""
 
 
 def _expand(paths: Sequence[str], *, recursive: bool) -> Iterator[str]:
@@ -153,7 +167,8 @@ def _objects(where: str, document: object) -> Iterator[tuple[str, Mapping[str, A
     yield where, document
 
 
-_NAMESPACED = {"Service", "Pod", "EndpointSlice"}
+_NAMESPACED = {"Service", "Pod", "EndpointSlice", "ResourceClaim"}
+_CLAIM_API_VERSIONS = {f"resource.k8s.io/{version}" for version in CLAIM_VERSIONS}
 
 
 def _identity(where: str, obj: Mapping[str, Any], default_namespace: str) -> tuple[str, str]:
@@ -221,7 +236,9 @@ def _add(manifests: Manifests, where: str, obj: Mapping[str, Any], default_ns: s
         return
     if kind == "EndpointSlice" and api_version not in (None, "discovery.k8s.io/v1"):
         return
-    if kind not in ("Service", "Pod", "Node", "EndpointSlice"):
+    if kind == "ResourceClaim" and api_version not in _CLAIM_API_VERSIONS:
+        return
+    if kind not in ("Service", "Pod", "Node", "EndpointSlice", "ResourceClaim"):
         return
     namespace, name = _identity(where, obj, default_ns)
     if kind == "Node":
@@ -230,6 +247,8 @@ def _add(manifests: Manifests, where: str, obj: Mapping[str, Any], default_ns: s
     namespaced = _with_namespace(obj, namespace)
     if kind == "Service":
         manifests.services[(namespace, name)] = namespaced
+    elif kind == "ResourceClaim":
+        manifests.claims[(namespace, name)] = slim_claim(namespaced)
     elif kind == "Pod":
         manifests.pods[(namespace, name)] = namespaced
     else:
@@ -297,8 +316,9 @@ def _ours_by_service(
 def _pod_index(manifests: Manifests) -> PodIndex:
     """The pods in the operator's own index, so selection and pod projection are its own."""
     index = PodIndex()
-    for pod in manifests.pods.values():
+    for (namespace, name), pod in manifests.pods.items():
         index.put(pod_record(pod))
+        index.put_extras(namespace, name, network_status_of(pod), claim_statuses_of(pod))
     return index
 
 
@@ -313,6 +333,9 @@ def plan_manifests(
     """Plan each Service as the operator's first sync of it would."""
     enabled_annotation = f"{annotation_prefix}/enabled"
     selector_annotation = f"{annotation_prefix}/selector"
+    networks = NetworkAnnotations(
+        f"{annotation_prefix}/network", f"{annotation_prefix}/device-network"
+    )
     nodes = list(manifests.nodes.values())
     ours_by_service = _ours_by_service(manifests, config.controller_name)
     pod_index = _pod_index(manifests)
@@ -345,6 +368,23 @@ def plan_manifests(
             result.skipped = decision.status.value
             result.writes = [("delete", endpoint_slice) for endpoint_slice in existing]
             continue
+        choice = choose(candidate, networks)
+        if isinstance(choice, str):
+            result.skipped = "invalid network"
+            result.notes.append(f"not publishing EndpointSlices: {choice}")
+            continue
+        source = None
+        if choice is not None:
+            source = source_for(
+                choice, pod_index.network_statuses, pod_index.claim_statuses, manifests.claims
+            )
+            result.notes.append(
+                f"addresses from the Multus network {choice.network} (pod network-status)"
+                if choice.kind == SOURCE_NETWORK
+                else f"addresses from the devices of pod claim {choice.claim}"
+                + (f", request {choice.request}" if choice.request else "")
+                + " (ResourceClaim status.devices[].networkData)"
+            )
         selector = decision.selector
         assert selector is not None
         pods = pod_index.select(namespace, selector)
@@ -355,7 +395,9 @@ def plan_manifests(
             {pod.name: parse_time(pod.ready_transition) for pod in pods},
         )
         try:
-            plan = plan_service(service, pods, nodes, existing, config, trigger_time=trigger_time)
+            plan = plan_service(
+                service, pods, nodes, existing, config, trigger_time=trigger_time, source=source
+            )
         except (TypeError, ValueError, KeyError, AttributeError) as exc:
             raise InputError(
                 f"Service {result.key}: cannot plan it from these manifests: {exc}"
@@ -367,6 +409,7 @@ def plan_manifests(
             *(("delete", s) for s in plan.deletes),
         ]
         result.notes.extend(f"error: {error}" for error in plan.errors)
+        result.notes.extend(f"left out: {pod} ({reason})" for pod, reason in plan.left_out)
         result.notes.extend(
             f"event {event.type} {event.reason}: {event.message}" for event in plan.events
         )
@@ -453,6 +496,8 @@ def render_summary(results: Sequence[ServiceResult]) -> str:
             line += f" endpoints={endpoints} slices={slices}"
             if result.plan.errors:
                 line += f" errors={len(result.plan.errors)}"
+            if result.plan.left_out:
+                line += f" left_out={len(result.plan.left_out)}"
         else:
             line += f" skipped={result.skipped}"
         lines.append(line + "\n")
@@ -529,7 +574,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--annotation-prefix",
         default=DEFAULT_ANNOTATION_PREFIX,
-        help="prefix of the opt-in and selector annotations (default: %(default)s)",
+        help="prefix of the opt-in, selector and network annotations (default: %(default)s)",
     )
     parser.add_argument(
         "--opted-in-only",

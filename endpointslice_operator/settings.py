@@ -277,6 +277,16 @@ class Settings(BaseSettings):
         """The pod-selector annotation for selectorless Services, ``<prefix>/selector``."""
         return f"{self.annotation_prefix}/selector"
 
+    @property
+    def network_annotation(self) -> str:
+        """The Multus network of a Service's addresses, ``<prefix>/network``."""
+        return f"{self.annotation_prefix}/network"
+
+    @property
+    def device_network_annotation(self) -> str:
+        """The DRA claim of a Service's addresses, ``<prefix>/device-network``."""
+        return f"{self.annotation_prefix}/device-network"
+
     def resolved_lease_namespace(
         self,
         environ: Mapping[str, str] | None = None,

@@ -525,3 +525,88 @@ def test_yaml_flow_mapping_is_not_mistaken_for_json(
     )
     status, out, _ = run(capsys, "-f", str(path), "-o", "summary")
     assert (status, out) == (0, "shop/web  create=1 update=0 delete=0 endpoints=0 slices=1\n")
+
+
+# --- secondary networks ------------------------------------------------------------------------
+
+
+def _readme_command(text: str) -> str:
+    from tests.readme_commands import RUN_BY, all_commands, readme
+
+    assert text in all_commands(readme()), text
+    assert RUN_BY[text].endswith("::test_readme_secondary_network_examples")
+    return text
+
+
+def test_readme_secondary_network_examples() -> None:
+    """The README's two plan commands, run as written (from the repository root, with the
+    virtualenv's bin on PATH as after ``source .venv/bin/activate``)."""
+    root = Path(__file__).resolve().parents[1]
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(root)}
+
+    def sh(command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-e", "-c", _readme_command(command)],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    multus = sh("endpointslice-operator plan -f docs/examples/multus.yaml -o summary")
+    assert multus.returncode == 0, multus.stderr
+    assert (multus.stdout + multus.stderr).splitlines() == [
+        "default/storage  create=1 update=0 delete=0 endpoints=2 slices=1 left_out=1",
+        "plan: default/storage: addresses from the Multus network default/storage-net "
+        "(pod network-status)",
+        "plan: default/storage: left out: default/storage-2 (not attached to network "
+        "default/storage-net)",
+    ]
+    # The README shows this output verbatim.
+    readme_text = (root / "README.md").read_text(encoding="utf-8")
+    assert "```text\n" + multus.stdout + multus.stderr + "```" in readme_text
+
+    dra = sh("endpointslice-operator plan -f docs/examples/dra.yaml")
+    assert dra.returncode == 0, dra.stderr
+    (document,) = [d for d in yaml.safe_load_all(dra.stdout) if d]
+    assert [(e["addresses"], e["targetRef"]["name"]) for e in document["endpoints"]] == [
+        (["192.168.60.3"], "fast-0")
+    ]
+    assert document["ports"] == [{"name": "rdma", "port": 4791, "protocol": "UDP"}]
+    labels = document["metadata"]["labels"]
+    assert labels["service.kubernetes.io/service-proxy-name"] == "none"
+    assert labels[MANAGED_BY] == "endpointslice-operator.io"
+    assert (
+        "plan: default/fast: left out: default/fast-1 (ResourceClaim fast-1-nic-q9w4z is not "
+        "allocated yet)" in dra.stderr
+    )
+
+
+def test_network_annotations_in_plan(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    svc = service()
+    svc["metadata"]["annotations"]["endpointslice-operator.io/network"] = "shop/net"
+    attached = pod("web-0", "10.1.0.1")
+    attached["metadata"]["annotations"] = {
+        "k8s.v1.cni.cncf.io/network-status": json.dumps(
+            [{"name": "net", "ips": ["192.168.1.1", "fd00::1"]}]
+        )
+    }
+    malformed = pod("web-1", "10.1.0.2")
+    malformed["metadata"]["annotations"] = {"k8s.v1.cni.cncf.io/network-status": "{"}
+    path = write(tmp_path / "in.yaml", svc, attached, malformed, node())
+    code, out, err = run(capsys, "-f", str(path))
+    assert code == 0
+    (created,) = [body for _, body in writes(out)]
+    assert [e["addresses"] for e in created["endpoints"]] == [["192.168.1.1"]]
+    assert "left out: shop/web-1 (malformed k8s.v1.cni.cncf.io/network-status annotation" in err
+
+    both = service()
+    both["metadata"]["annotations"]["endpointslice-operator.io/network"] = "shop/net"
+    both["metadata"]["annotations"]["endpointslice-operator.io/device-network"] = "nic"
+    path = write(tmp_path / "both.yaml", both, attached, node())
+    code, out, err = run(capsys, "-f", str(path), "-o", "summary")
+    assert code == 0
+    assert "skipped=invalid network" in out
+    assert "exclude each other" in err

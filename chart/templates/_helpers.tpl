@@ -97,6 +97,11 @@ Shared by the ClusterRole (cluster mode) and the per-namespace Roles (namespaced
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
+{{- if .Values.rbac.resourceClaims }}
+- apiGroups: ["resource.k8s.io"]
+  resources: ["resourceclaims"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
 {{- end }}
 
 {{- define "eso.nodeRules" -}}

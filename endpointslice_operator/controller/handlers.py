@@ -49,6 +49,11 @@ from endpointslice_operator.controller.optin import UPSTREAM_CONTROLLER_NAME
 from endpointslice_operator.controller.queue import ServiceQueue
 from endpointslice_operator.controller.reset import Watermark
 from endpointslice_operator.reconciler.records import PodRecord, pod_record
+from endpointslice_operator.reconciler.sources import (
+    NETWORK_STATUS_ANNOTATION,
+    claim_statuses_of,
+    network_status_of,
+)
 from endpointslice_operator.reconciler.topology import TopologyCache
 from endpointslice_operator.reconciler.tracker import EndpointSliceTracker
 
@@ -238,6 +243,11 @@ class EventRouter:
         if self.queue is not None:
             self.queue.add_after(key, delay)
 
+    def requeue(self, keys: list[str]) -> None:
+        """Queue these Services now (no-op while not leading)."""
+        for key in keys:
+            self._add(key)
+
     def all_keys(self) -> list[str]:
         """Every Service a fresh leader must look at: opted-in ones and those with our slices."""
         keys = {
@@ -299,6 +309,7 @@ class EventRouter:
             return
         new = pod_record(pod, held)  # held's parsed IPs are reused while podIPs are unchanged
         old = self.indexes.pods.put(new)
+        extras_changed = self._put_extras(namespace, name, metadata, pod)
         if new.errors:
             log.debug("pod %s/%s: %s", namespace, name, "; ".join(new.errors))
         if self.queue is None:
@@ -313,7 +324,7 @@ class EventRouter:
             return
         if old.resource_version == new.resource_version:
             return
-        changed = pod_changed(old, new)
+        changed = pod_changed(old, new) or extras_changed
         relabelled = labels_changed(old, new)
         if not changed and not relabelled:
             return
@@ -325,6 +336,24 @@ class EventRouter:
             new_keys = services.selecting(namespace, new.labels)
             keys = old_keys | new_keys if changed else old_keys ^ new_keys
         self._queue_pod_services(namespace, keys)
+
+    def _put_extras(
+        self, namespace: str, name: str, metadata: Mapping[str, Any], pod: Mapping[str, Any]
+    ) -> bool:
+        """Keep a pod's secondary-network data in the pod index's side tables (only for the
+        pods that carry it); whether it changed. A pod without any, and not held there, costs
+        two dict lookups: this runs for every pod event (see docs/performance.md)."""
+        pods = self.indexes.pods
+        annotations = metadata.get("annotations")
+        status = pod.get("status")
+        if not (
+            (isinstance(annotations, dict) and NETWORK_STATUS_ANNOTATION in annotations)
+            or (isinstance(status, dict) and "resourceClaimStatuses" in status)
+            or (pods.network_statuses and (namespace, name) in pods.network_statuses)
+            or (pods.claim_statuses and (namespace, name) in pods.claim_statuses)
+        ):
+            return False
+        return pods.put_extras(namespace, name, network_status_of(pod), claim_statuses_of(pod))
 
     def _queue_pod_services(self, namespace: str, keys: set[str]) -> None:
         if self.queue is None:
@@ -453,6 +482,29 @@ class EventRouter:
         entry = self.indexes.services.get(key)
         if entry is not None and entry.decision.managed:
             self._add(key)
+
+    # -- resource claims (only watched while a Service uses a device network) ----------------
+
+    def on_claim(self, event_type: str | None, claim: Mapping[str, Any]) -> None:
+        """A ResourceClaim changed: sync the Services selecting the pods that use it."""
+        metadata = _metadata(claim)
+        namespace, name = str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+        if not name:
+            return
+        claims = self.indexes.claims
+        if event_type == "DELETED":
+            if claims.remove(namespace, name) is None:
+                return
+        else:
+            previous, current = claims.put(claim)
+            if previous is not None and previous["status"] == current["status"]:
+                return
+            if not claims.synced:
+                return  # the listing's end queues every device-network Service
+        for pod in self.indexes.pods.claimed_by(namespace, name):
+            self._queue_pod_services(
+                namespace, self.indexes.services.selecting(namespace, pod.labels)
+            )
 
     # -- nodes -----------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from endpointslice_operator.controller.claims import ClaimIndex
 from endpointslice_operator.controller.optin import (
     UPSTREAM_CONTROLLER_NAME,
     Decision,
@@ -253,10 +254,19 @@ class _SelectorIndex:
 
 
 class ServiceIndex:
-    def __init__(self, *, enabled_annotation: str, selector_annotation: str, managed_by: str):
+    def __init__(
+        self,
+        *,
+        enabled_annotation: str,
+        selector_annotation: str,
+        managed_by: str,
+        extra_annotations: tuple[str, ...] = (),
+    ):
         self.enabled_annotation = enabled_annotation
         self.selector_annotation = selector_annotation
         self.managed_by = managed_by
+        self.extra_annotations = extra_annotations
+        """More of our annotations kept in the slim body (the network ones)."""
         self._entries: dict[str, ServiceEntry] = {}
         self._selectors: dict[str, _SelectorIndex] = defaultdict(_SelectorIndex)
 
@@ -271,7 +281,10 @@ class ServiceIndex:
 
     def upsert(self, service: Mapping[str, Any]) -> tuple[ServiceEntry | None, ServiceEntry]:
         """Store a Service; returns (previous entry, new entry)."""
-        body = slim_service(service, (self.enabled_annotation, self.selector_annotation))
+        body = slim_service(
+            service,
+            (self.enabled_annotation, self.selector_annotation, *self.extra_annotations),
+        )
         decision = evaluate(
             body,
             enabled_annotation=self.enabled_annotation,
@@ -363,6 +376,13 @@ class PodIndex:
     def __init__(self) -> None:
         self._namespaces: dict[str, _NamespacePods] = defaultdict(_NamespacePods)
         self._count = 0
+        # Side tables for the secondary-network sources, keyed by (namespace, pod name) and
+        # holding only the pods that carry the data, so that the records of every other pod
+        # stay as they are (see controller.networks).
+        self.network_statuses: dict[tuple[str, str], str] = {}
+        """The ``k8s.v1.cni.cncf.io/network-status`` annotation text."""
+        self.claim_statuses: dict[tuple[str, str], dict[str, str]] = {}
+        """``status.resourceClaimStatuses`` as ``{pod claim name: ResourceClaim name}``."""
 
     def __len__(self) -> int:
         return self._count
@@ -384,7 +404,41 @@ class PodIndex:
             ns.label(record)
         return previous
 
+    def put_extras(
+        self,
+        namespace: str,
+        name: str,
+        network_status: str | None,
+        claim_statuses: dict[str, str] | None,
+    ) -> bool:
+        """Keep (or drop) a pod's side-table entries; returns whether they changed."""
+        key = (namespace, name)
+        changed = False
+        if network_status is not None:
+            changed = self.network_statuses.get(key) != network_status
+            self.network_statuses[key] = network_status
+        elif self.network_statuses:
+            changed = self.network_statuses.pop(key, None) is not None
+        if claim_statuses:
+            changed = changed or self.claim_statuses.get(key) != claim_statuses
+            self.claim_statuses[key] = claim_statuses
+        elif self.claim_statuses and self.claim_statuses.pop(key, None) is not None:
+            changed = True
+        return changed
+
+    def claimed_by(self, namespace: str, claim: str) -> list[PodRecord]:
+        """The pods whose resource claim statuses name the ResourceClaim ``claim``."""
+        found = []
+        for (pod_namespace, pod_name), claims in self.claim_statuses.items():
+            if pod_namespace == namespace and claim in claims.values():
+                record = self.get(pod_namespace, pod_name)
+                if record is not None:
+                    found.append(record)
+        return found
+
     def remove(self, namespace: str, name: str) -> PodRecord | None:
+        if self.network_statuses or self.claim_statuses:
+            self.put_extras(namespace, name, None, None)
         ns = self._namespaces.get(namespace)
         if ns is None:
             return None
@@ -592,17 +646,27 @@ class SliceIndex:
 
 
 class Indexes:
-    """The four indexes of one operator."""
+    """The four indexes of one operator (and the ResourceClaims, only once a Service asks for
+    a device network: not counted for readiness)."""
 
-    def __init__(self, *, enabled_annotation: str, selector_annotation: str, managed_by: str):
+    def __init__(
+        self,
+        *,
+        enabled_annotation: str,
+        selector_annotation: str,
+        managed_by: str,
+        extra_annotations: tuple[str, ...] = (),
+    ):
         self.services = ServiceIndex(
             enabled_annotation=enabled_annotation,
             selector_annotation=selector_annotation,
             managed_by=managed_by,
+            extra_annotations=extra_annotations,
         )
         self.pods = PodIndex()
         self.nodes = NodeIndex()
         self.slices = SliceIndex(managed_by)
+        self.claims = ClaimIndex()
 
     def counts(self) -> dict[str, int]:
         return {

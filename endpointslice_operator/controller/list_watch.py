@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
-from kubernetes_asyncio.client import ApiClient, CoreV1Api, DiscoveryV1Api
+from kubernetes_asyncio.client import ApiClient, CoreV1Api, CustomObjectsApi, DiscoveryV1Api
 
 from endpointslice_operator.controller.reset import (
     Watermark,
@@ -77,6 +77,8 @@ class ListWatcher:
         page_size: int = PAGE_SIZE,
         watermark: Watermark | None = None,
         on_reset: Callable[[str], None] | None = None,
+        group_version: str = "",
+        on_listed: Callable[[], None] | None = None,
     ) -> None:
         # Called with _preload_content=False: both return the raw aiohttp response.
         self._everywhere: Callable[..., Awaitable[Any]]
@@ -93,6 +95,20 @@ class ListWatcher:
             discovery = DiscoveryV1Api(api_client)
             self._everywhere = discovery.list_endpoint_slice_for_all_namespaces
             self._namespaced = discovery.list_namespaced_endpoint_slice
+        elif group_version:
+            # Any other resource by group/version (the ResourceClaims of controller.claims).
+            custom = CustomObjectsApi(api_client)
+            group, _, version = group_version.partition("/")
+
+            async def everywhere(**params: Any) -> Any:
+                return await custom.list_cluster_custom_object(group, version, kind, **params)
+
+            async def namespaced(namespace: str, **params: Any) -> Any:
+                return await custom.list_namespaced_custom_object(
+                    group, version, namespace, kind, **params
+                )
+
+            self._everywhere, self._namespaced = everywhere, namespaced
         else:
             raise ValueError(f"no list+watch for {kind!r}: one of {KINDS}")
         self.kind = kind
@@ -104,6 +120,8 @@ class ListWatcher:
         self._page_size = page_size
         self._watermark = watermark if watermark is not None else Watermark()
         self._on_reset = on_reset
+        self._on_listed = on_listed
+        """Called after every completed listing (all scopes' first one, for the initial)."""
         self.listings = 0
         """Completed listings (initial and re-listings), for tests and logs."""
 
@@ -175,6 +193,8 @@ class ListWatcher:
             token = str(metadata.get("continue") or "")
             if not token:
                 self.listings += 1
+                if self._on_listed is not None:
+                    self._on_listed()
                 return str(metadata.get("resourceVersion") or "")
             await asyncio.sleep(0)  # let the rest of the operator run between pages
 

@@ -35,6 +35,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api, Disco
 from endpointslice_operator.controller import heap
 from endpointslice_operator.controller.api_client import OperatorApiClient, resolve_env_proxy
 from endpointslice_operator.controller.budget import WriteBudget
+from endpointslice_operator.controller.claim_watch import watch_claims
 from endpointslice_operator.controller.events import EventRecorder
 from endpointslice_operator.controller.handlers import EventRouter, register_handlers
 from endpointslice_operator.controller.health import HealthServer
@@ -48,6 +49,7 @@ from endpointslice_operator.controller.kopf_wiring import (
 )
 from endpointslice_operator.controller.leader import LeaderElector
 from endpointslice_operator.controller.list_watch import KINDS, ListWatcher
+from endpointslice_operator.controller.networks import NetworkAnnotations
 from endpointslice_operator.controller.queue import ServiceQueue
 from endpointslice_operator.controller.reset import RESET_PROBE_INTERVAL, Watermark
 from endpointslice_operator.controller.summary import run_summaries
@@ -117,6 +119,9 @@ class Operator:
             topology_hints=settings.topology_hints,
             prefer_same_traffic_distribution=settings.prefer_same_traffic_distribution,
         )
+        self.networks = NetworkAnnotations(
+            settings.network_annotation, settings.device_network_annotation
+        )
         self.indexes: Indexes
         self.topology: TopologyCache | None
         self._fresh_state()
@@ -148,6 +153,7 @@ class Operator:
             enabled_annotation=self.settings.enabled_annotation,
             selector_annotation=self.settings.selector_annotation,
             managed_by=self.settings.managed_by,
+            extra_annotations=self.networks.names,
         )
         self.topology = TopologyCache() if self.settings.topology_hints else None
 
@@ -219,6 +225,20 @@ class Operator:
             topology=self.topology,
             budget=budget,
             plan_after_budget=fresh,
+            networks=self.networks,
+            want_claims=lambda: self._spawn(
+                watch_claims(
+                    api_client,
+                    self.indexes,
+                    router,
+                    self.networks.device_network,
+                    namespaces=list(self.settings.namespaces),
+                    server_timeout=WATCH_SERVER_TIMEOUT,
+                    client_timeout=WATCH_CLIENT_TIMEOUT,
+                    watermark=router.watermark,
+                    on_reset=self._api_server_reset,
+                )
+            ),
         )
         router = EventRouter(
             indexes=self.indexes,

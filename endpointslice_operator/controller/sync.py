@@ -21,18 +21,32 @@ Deliberate differences from upstream:
   targetPort; the API server would normally refuse these) is skipped with a Warning Event
   ``InvalidInput`` and is not retried, since retrying cannot fix it. Pods on a node missing
   from the cache are retried, as upstream does.
+* **Secondary networks** (:mod:`.networks`): a Service's ``<prefix>/network`` or
+  ``<prefix>/device-network`` annotation picks the pods' address source; pods without an
+  address there are left out (a gauge and a rate-limited ``PodsLeftOut`` Warning Event), an
+  unusable annotation gives ``InvalidNetwork`` and no writes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from endpointslice_operator.controller.budget import WriteBudget
 from endpointslice_operator.controller.events import WARNING, EventRecorder
 from endpointslice_operator.controller.indexes import Indexes, ServiceEntry, split_key
+from endpointslice_operator.controller.networks import (
+    REASON_INVALID_NETWORK,
+    REASON_PODS_LEFT_OUT,
+    SOURCE_DEVICE_NETWORK,
+    LeftOutReporter,
+    NetworkAnnotations,
+    NetworkChoice,
+    choose,
+    source_for,
+)
 from endpointslice_operator.controller.optin import Status
 from endpointslice_operator.controller.writer import ApiError, SliceWriter
 from endpointslice_operator.metrics import OperatorMetrics, SyncResult
@@ -40,6 +54,7 @@ from endpointslice_operator.reconciler.config import ReconcilerConfig
 from endpointslice_operator.reconciler.metrics_cache import MetricsCache
 from endpointslice_operator.reconciler.plan import Plan
 from endpointslice_operator.reconciler.service import plan_service
+from endpointslice_operator.reconciler.sources import AddressSource
 from endpointslice_operator.reconciler.topology import TopologyCache
 from endpointslice_operator.reconciler.tracker import EndpointSliceTracker, StaleInformerCache
 from endpointslice_operator.reconciler.trigger_time import TriggerTimeTracker, parse_time
@@ -94,6 +109,8 @@ class ServiceSyncer:
         topology: TopologyCache | None,
         budget: WriteBudget | None = None,
         plan_after_budget: bool = True,
+        networks: NetworkAnnotations | None = None,
+        want_claims: Callable[[], None] | None = None,
     ) -> None:
         self.indexes = indexes
         self.writer = writer
@@ -111,6 +128,13 @@ class ServiceSyncer:
         self.metrics_cache = MetricsCache(config.max_endpoints_per_slice)
         # Warning Events recorded once per Service and leader term: reason -> Service keys.
         self._reported: dict[str, set[str]] = {}
+        # Secondary networks (controller.networks): the annotation names, the hook that starts
+        # the ResourceClaim watch, and the left-out pod counts.
+        self.networks = networks
+        self.want_claims = want_claims
+        self.left_out = LeftOutReporter(
+            metrics.set_pods_left_out, lambda: asyncio.get_running_loop().time()
+        )
 
     def start_term(self) -> None:
         """Forget what earlier leader terms wrote, as a freshly started upstream controller would.
@@ -175,6 +199,7 @@ class ServiceSyncer:
         if self.topology is not None:
             self.topology.delete_service(key)
         self._forget_warnings(key)
+        self.left_out.forget(key)
         self._publish_gauges()
 
     async def _clean_up(self, entry: ServiceEntry) -> None:
@@ -206,6 +231,7 @@ class ServiceSyncer:
         if self.topology is not None:
             self.topology.delete_service(entry.key)
         self._forget_warnings(entry.key)
+        self.left_out.forget(entry.key)
         self._publish_gauges()
 
     async def _check_conflict(self, entry: ServiceEntry) -> None:
@@ -252,9 +278,56 @@ class ServiceSyncer:
             if held.held and self.budget is not None:
                 self.budget.refund()  # no write needed it (or none was made)
 
+    async def _address_source(
+        self, entry: ServiceEntry
+    ) -> tuple[bool, NetworkChoice | None, AddressSource | None]:
+        """``(go on, choice, source)``: the Service's address source (None: the cluster
+        network); ``go on`` is False when the sync must not write (an invalid annotation, or
+        the ResourceClaims not listed yet: the listing's end queues the Service again)."""
+        if self.networks is None:
+            return True, None, None
+        choice = choose(entry.body, self.networks)
+        if choice is None:
+            return True, None, None
+        if isinstance(choice, str):
+            self.left_out.forget(entry.key)
+            await self.recorder.record(
+                entry.body,
+                WARNING,
+                REASON_INVALID_NETWORK,
+                f"Not publishing EndpointSlices: {choice}",
+            )
+            return False, None, None
+        claims = self.indexes.claims
+        if choice.kind == SOURCE_DEVICE_NETWORK:
+            if not claims.wanted:
+                claims.wanted = True
+                if self.want_claims is not None:
+                    self.want_claims()
+            if claims.unavailable is not None:
+                self.left_out.forget(entry.key)
+                await self._warn_once(
+                    entry,
+                    REASON_INVALID_NETWORK,
+                    True,
+                    f"Not publishing EndpointSlices: {claims.unavailable}",
+                )
+                return False, None, None
+            if not claims.synced:
+                return False, None, None
+        pods = self.indexes.pods
+        return (
+            True,
+            choice,
+            source_for(choice, pods.network_statuses, pods.claim_statuses, claims.claims),
+        )
+
     async def _plan_and_apply(self, entry: ServiceEntry, held: _Token) -> None:
         selector = entry.decision.selector
         assert selector is not None
+        go_on, choice, source = await self._address_source(entry)
+        if not go_on:
+            return
         namespace, name = split_key(entry.key)
         pods = self.indexes.pods.select(namespace, selector)
         slices = [s for s in self.indexes.slices.ours(entry.key) if not _is_deleting(s)]
@@ -275,8 +348,11 @@ class ServiceSyncer:
             self.config,
             trigger_time=trigger_time,
             topology=self.topology,
+            source=source,
         )
         self._record_plan_metrics(entry.key, plan)
+        if choice is not None or self.left_out.tracks(entry.key):
+            await self._report_left_out(entry, choice, plan)
         for event in plan.events:
             await self.recorder.record(entry.body, event.type, event.reason, event.message)
         await self._apply(entry, plan, held)
@@ -296,6 +372,23 @@ class ServiceSyncer:
             message = "; ".join(missing_nodes)
             await self._failed(entry, message)
             raise SyncError(message)
+
+    async def _report_left_out(
+        self, entry: ServiceEntry, choice: NetworkChoice | None, plan: Plan
+    ) -> None:
+        if choice is None:
+            message = self.left_out.update(entry.key, None, [])
+        else:
+            what = (
+                f"network {choice.network}"
+                if choice.kind != SOURCE_DEVICE_NETWORK
+                else f"device network of claim {choice.claim}"
+                + (f" request {choice.request}" if choice.request else "")
+            )
+            message = self.left_out.update(entry.key, choice.kind, plan.left_out, what)
+        if message is not None:
+            log.info("Service %s: %s", entry.key, message, extra={"service": entry.key})
+            await self.recorder.record(entry.body, WARNING, REASON_PODS_LEFT_OUT, message)
 
     def _record_plan_metrics(self, key: str, plan: Plan) -> None:
         for address_type, numbers in plan.metrics.items():

@@ -31,6 +31,14 @@ from .planner import Reconciler
 from .records import PodRecord, as_pod_record, pod_record
 from .service import plan_service
 from .slices import SliceParseCache
+from .sources import (
+    Addresses,
+    AddressSource,
+    ClusterNetwork,
+    DeviceNetwork,
+    LeftOut,
+    MultusNetwork,
+)
 from .topology import TopologyCache
 
 __all__ = [
@@ -42,12 +50,18 @@ __all__ = [
     "LABEL_TOPOLOGY_ZONE",
     "LAST_CHANGE_TRIGGER_TIME",
     "UPSTREAM_CONTROLLER_NAME",
+    "AddressSource",
     "AddressTypeMetrics",
+    "Addresses",
+    "ClusterNetwork",
     "DesiredEndpoints",
+    "DeviceNetwork",
     "EfficiencyInfo",
     "Endpoint",
     "EndpointGroup",
     "LabelsFunc",
+    "LeftOut",
+    "MultusNetwork",
     "Plan",
     "PlanEvent",
     "PodRecord",

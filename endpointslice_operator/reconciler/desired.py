@@ -17,6 +17,7 @@ from .ipaddr import canonical_ip
 from .labels import LABEL_TOPOLOGY_ZONE
 from .ports import PortKey, ports_from_dicts, resolve_ports, service_ports
 from .records import SHARED_RECORD_CACHE, PodRecord, pod_record
+from .sources import AddressSource, LeftOut
 
 __all__ = [
     "IPV4",
@@ -56,6 +57,8 @@ class DesiredEndpoints:
     groups: dict[str, dict[PortKey, EndpointGroup]]
     errors: list[str] = field(default_factory=list)
     publish_not_ready: bool = False
+    left_out: list[tuple[str, str]] = field(default_factory=list)
+    """``(namespace/name, reason)`` of the pods the address source left out, in pod order."""
 
     @classmethod
     def empty(cls, address_types: Iterable[str]) -> DesiredEndpoints:
@@ -136,14 +139,16 @@ def desired_from_service_pods(
     service: Mapping[str, Any],
     pods: Iterable[PodRecord | Mapping[str, Any]],
     nodes: NodesArg,
+    source: AddressSource | None = None,
 ) -> DesiredEndpoints:
     """The desired endpoint groups of a Service, per supported address type.
 
     Rules (upstream B.2): pods in phase Failed/Succeeded or without any pod IP are skipped;
     terminating pods count. Every counted pod creates its port group, even if it then yields no
     endpoint. A pod whose node is unknown is skipped with an error unless the Service publishes
-    not-ready addresses (then it has no zone). Addresses come from ``status.podIPs`` only,
-    canonicalised and filtered by family.
+    not-ready addresses (then it has no zone). Addresses come from ``status.podIPs``,
+    canonicalised and filtered by family, or, with a ``source`` (see :mod:`.sources`), from it:
+    a pod the source leaves out is listed in ``left_out`` and creates no port group.
     """
     metadata = service.get("metadata")
     metadata = metadata if isinstance(metadata, Mapping) else {}
@@ -160,6 +165,7 @@ def desired_from_service_pods(
     groups_v4: dict[PortKey, EndpointGroup] = {}
     groups_v6: dict[PortKey, EndpointGroup] = {}
     zones = node_zones(nodes)
+    left_out: list[tuple[str, str]] = []
 
     # Integer target ports resolve the same for every pod; named ones depend on the pod's
     # container ports, which records share between replicas (interned), so cache by the
@@ -183,6 +189,14 @@ def desired_from_service_pods(
             errors.extend(f"Pod {pod.namespace}/{pod.name}: {e}" for e in pod.errors)
         if pod.phase in ("Failed", "Succeeded") or (not pod.pod_ip and not pod.pod_ips):
             continue
+        if source is None:
+            pod_ipv4, pod_ipv6 = pod.ipv4, pod.ipv6
+        else:
+            found = source.addresses(pod)
+            if isinstance(found, LeftOut):
+                left_out.append((f"{pod.namespace}/{pod.name}", found.reason))
+                continue
+            pod_ipv4, pod_ipv6 = found
 
         if fixed_ports is not None:
             key = fixed_ports
@@ -232,13 +246,13 @@ def desired_from_service_pods(
             "",
         )
         host_key = hostname or ""
-        if group_v4 is not None and pod.ipv4:
-            addresses = pod.ipv4
+        if group_v4 is not None and pod_ipv4:
+            addresses = pod_ipv4
             sorted_addresses = addresses if len(addresses) == 1 else tuple(sorted(addresses))
             ep_key: EndpointKey = (sorted_addresses, host_key, pod_namespace, pod_name)
             group_v4.endpoints[ep_key] = _new(Endpoint, (ep_key, state, addresses, hostname))
-        if group_v6 is not None and pod.ipv6:
-            addresses = pod.ipv6
+        if group_v6 is not None and pod_ipv6:
+            addresses = pod_ipv6
             sorted_addresses = addresses if len(addresses) == 1 else tuple(sorted(addresses))
             ep_key = (sorted_addresses, host_key, pod_namespace, pod_name)
             group_v6.endpoints[ep_key] = _new(Endpoint, (ep_key, state, addresses, hostname))
@@ -248,7 +262,7 @@ def desired_from_service_pods(
         groups[IPV4] = groups_v4
     if want_v6:
         groups[IPV6] = groups_v6
-    return DesiredEndpoints(address_types, groups, errors, publish_not_ready)
+    return DesiredEndpoints(address_types, groups, errors, publish_not_ready, left_out)
 
 
 _NO_PORTS_POD = pod_record({})

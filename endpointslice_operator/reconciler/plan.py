@@ -59,6 +59,8 @@ class Plan:
     updates: list[dict[str, Any]] = field(default_factory=list)
     deletes: list[Mapping[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    left_out: list[tuple[str, str]] = field(default_factory=list)
+    """Pods the address source left out: ``(namespace/name, reason)`` (see ``sources``)."""
     events: list[PlanEvent] = field(default_factory=list)
     metrics: dict[str, AddressTypeMetrics] = field(default_factory=dict)
     topology_label: Literal["Auto", "Disabled"] = "Disabled"

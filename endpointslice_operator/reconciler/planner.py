@@ -128,7 +128,9 @@ class Reconciler:
             )
             and not hints_on
         )
-        plan = Plan(service_key=own.key, errors=list(desired.errors))
+        plan = Plan(
+            service_key=own.key, errors=list(desired.errors), left_out=list(desired.left_out)
+        )
         plan.topology_label = "Auto" if self.topology is not None and hints_on else "Disabled"
         plan.traffic_distribution_label = (
             traffic_distribution if use_td and traffic_distribution else ""

@@ -13,6 +13,7 @@ from .labels import labels_from_service
 from .plan import Plan
 from .planner import Reconciler
 from .records import PodRecord
+from .sources import AddressSource
 from .topology import TopologyCache
 
 __all__ = ["plan_service"]
@@ -27,6 +28,7 @@ def plan_service(
     *,
     trigger_time: datetime | None = None,
     topology: TopologyCache | None = None,
+    source: AddressSource | None = None,
 ) -> Plan:
     """Plan the EndpointSlice writes for one Service.
 
@@ -35,14 +37,15 @@ def plan_service(
     Service's name and managed by ``config.controller_name`` that are not being deleted.
     With ``topology=None`` and ``config.topology_hints``, a ``TopologyCache`` is built from
     ``nodes`` for this call (a long-running controller passes its shared one instead, so that
-    hint state survives between syncs).
+    hint state survives between syncs). ``source`` gives the pods' addresses (see
+    :mod:`.sources`; ``None``: ``status.podIPs``).
     """
     if topology is None and config.topology_hints:
         topology = TopologyCache()
         node_list = list(nodes.values()) if isinstance(nodes, Mapping) else list(nodes)
         topology.set_nodes(node_list)
         nodes = node_list
-    desired = desired_from_service_pods(service, pods, nodes)
+    desired = desired_from_service_pods(service, pods, nodes, source)
     spec = service.get("spec")
     traffic_distribution = spec.get("trafficDistribution") if isinstance(spec, Mapping) else None
     return Reconciler(config, topology).plan(

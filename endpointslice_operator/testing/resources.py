@@ -127,6 +127,10 @@ RESOURCES: tuple[ResourceInfo, ...] = (
         "apps", "v1", "replicasets", "replicaset", "ReplicaSet", True, ("rs",), ("all",),
         subresources=("status", "scale"), reset_status_on_create=True,
     ),
+    ResourceInfo(
+        "resource.k8s.io", "v1", "resourceclaims", "resourceclaim", "ResourceClaim", True,
+        subresources=("status",), reset_status_on_create=True,
+    ),
 )  # fmt: skip
 
 

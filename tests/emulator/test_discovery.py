@@ -33,13 +33,24 @@ async def test_named_groups(client: Client) -> None:
     status, body = await client.get("/apis")
     assert status == 200 and body["kind"] == "APIGroupList"
     groups = {g["name"]: g for g in body["groups"]}
-    assert set(groups) == {"discovery.k8s.io", "events.k8s.io", "coordination.k8s.io", "apps"}
+    assert set(groups) == {
+        "discovery.k8s.io",
+        "events.k8s.io",
+        "coordination.k8s.io",
+        "apps",
+        "resource.k8s.io",
+    }
     assert groups["discovery.k8s.io"]["preferredVersion"]["groupVersion"] == "discovery.k8s.io/v1"
     status, body = await client.get("/apis/discovery.k8s.io/v1")
     assert [r["name"] for r in body["resources"]] == ["endpointslices"]
     assert body["resources"][0]["kind"] == "EndpointSlice"
     status, body = await client.get("/apis/discovery.k8s.io")
     assert status == 200 and body["kind"] == "APIGroup"
+    # DRA ResourceClaims (the device-network source), with a status subresource.
+    status, body = await client.get("/apis/resource.k8s.io/v1")
+    assert [r["name"] for r in body["resources"]] == ["resourceclaims", "resourceclaims/status"]
+    status, body = await client.get("/apis/resource.k8s.io")
+    assert body["preferredVersion"]["groupVersion"] == "resource.k8s.io/v1"
 
 
 async def test_unknown_paths_are_not_found(client: Client) -> None:

@@ -82,3 +82,31 @@ async def test_store_status_update(emu: Emulator) -> None:
     updated = emu.store.update(dict(created, status=RUNNING), subresource="status")
     assert updated["status"] == RUNNING
     assert int(updated["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
+
+
+async def test_resource_claims_keep_status_apart(client: Client) -> None:
+    """ResourceClaims (resource.k8s.io/v1): status dropped on create, set through /status, as
+    kube-apiserver's registry does; the device-network source reads it."""
+    claims = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "nic"},
+        "spec": {"devices": {"requests": [{"name": "vf", "exactly": {"deviceClassName": "x"}}]}},
+        "status": {"devices": [{"driver": "d", "pool": "p", "device": "v"}]},
+    }
+    status, body = await client.post(claims, claim)
+    assert status == 201 and not body.get("status")
+    allocated = {
+        "allocation": {"devices": {"results": [{"request": "vf", "driver": "d", "pool": "p",
+                                                "device": "v"}]}},
+        "devices": [{"driver": "d", "pool": "p", "device": "v",
+                     "networkData": {"ips": ["192.168.0.2/24"]}}],
+    }  # fmt: skip
+    status, body = await client.put(f"{claims}/nic/status", body | {"status": allocated})
+    assert status == 200 and body["status"] == allocated
+    # A PUT of the main resource leaves the status alone.
+    status, body = await client.put(f"{claims}/nic", body | {"status": {}})
+    assert status == 200 and body["status"] == allocated
+    status, listed = await client.get(claims)
+    assert [item["metadata"]["name"] for item in listed["items"]] == ["nic"]

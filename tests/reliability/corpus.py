@@ -721,3 +721,67 @@ async def namespace_terminating(emu: Emulator, op: Operator) -> None:
         },
     )
     op.router.on_service("ADDED", body)
+
+
+# -- secondary networks -------------------------------------------------------------------------
+
+NETWORK = "endpointslice-operator.io/network"
+NETWORK_STATUS = "k8s.v1.cni.cncf.io/network-status"
+
+
+def _network_service(emu: Emulator, network: str, **annotations: str) -> None:
+    bad_service(emu, selector=None, annotations={SELECTOR: f"app={BAD}", NETWORK: network,
+                                                 **annotations})  # fmt: skip
+
+
+def _attached_pod(emu: Emulator, name: str, ip: str, network_status: str) -> None:
+    body = pod_body(name, ip, labels={"app": BAD})
+    body["metadata"]["annotations"] = {NETWORK_STATUS: network_status}
+    emu.store.create(body)
+
+
+@case(
+    "secondary network",
+    "`<prefix>/network` not `<namespace>/<name>` (`a/b/c`): Warning InvalidNetwork, no writes",
+    NO_SLICES,
+    event="InvalidNetwork",
+)
+async def network_annotation_malformed(emu: Emulator, op: Operator) -> None:
+    _network_service(emu, "a/b/c")
+    _attached_pod(emu, "bad-0", "10.9.0.1", '[{"name": "a/b", "ips": ["192.168.9.1"]}]')
+
+
+@case(
+    "secondary network",
+    "both `<prefix>/network` and `<prefix>/device-network`: Warning InvalidNetwork, no writes",
+    NO_SLICES,
+    event="InvalidNetwork",
+)
+async def network_and_device_network(emu: Emulator, op: Operator) -> None:
+    _network_service(emu, f"{NS}/net", **{"endpointslice-operator.io/device-network": "nic"})
+    _attached_pod(emu, "bad-0", "10.9.0.1", '[{"name": "net", "ips": ["192.168.9.1"]}]')
+
+
+def _network_status_case(key: str, text: str, what: str) -> None:
+    async def inject(emu: Emulator, op: Operator) -> None:
+        _network_service(emu, f"{NS}/net")
+        _attached_pod(emu, "bad-0", "10.9.0.1", text)
+        _attached_pod(emu, "bad-1", "10.9.0.2", '[{"name": "net", "ips": ["192.168.9.2"]}]')
+
+    inject.__name__ = f"network_status_{key}"
+    case(
+        "secondary network",
+        f"pod network-status {what}: Warning PodsLeftOut naming the pod, the other pod published",
+        SLICES,
+        addresses=("192.168.9.2",),
+        event="PodsLeftOut",
+    )(inject)
+
+
+for _key, _text, _what in (
+    ("not_json", "[{", "not JSON"),
+    ("not_a_list", '{"name": "net"}', "not a list"),
+    ("ips_not_strings", '[{"name": "net", "ips": [1]}]', "`ips` not strings"),
+    ("bad_ip", '[{"name": "net", "ips": ["192.168.9.300"]}]', "with an invalid IP"),
+):
+    _network_status_case(_key, _text, _what)

@@ -18,6 +18,8 @@ ALLOWED: dict[tuple[str, str], set[str]] = {
     ("", "events"): {"create", "patch"},
     ("events.k8s.io", "events"): {"create", "patch"},
     ("coordination.k8s.io", "leases"): {"get", "create", "update"},
+    # Only with rbac.resourceClaims (the device-network source).
+    ("resource.k8s.io", "resourceclaims"): READ,
 }
 WRITES = {
     "create",
@@ -70,10 +72,12 @@ def test_writes_only_endpointslices_events_and_leases(objects: list[dict[str, An
 
 
 def test_everything_the_operator_needs_is_granted() -> None:
+    without_claims = {k: v for k, v in ALLOWED.items() if k[1] != "resourceclaims"}
     for value_set in ("defaults", "namespaced", "replicas-2"):
         granted = _grants(rendered(value_set))
-        assert granted == ALLOWED, value_set
-    without_leases = {k: v for k, v in ALLOWED.items() if k[1] != "leases"}
+        assert granted == without_claims, value_set
+    assert _grants(rendered("resource-claims")) == ALLOWED
+    without_leases = {k: v for k, v in without_claims.items() if k[1] != "leases"}
     assert _grants(rendered("single-no-leader-election")) == without_leases
 
 

@@ -25,6 +25,7 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         ],
     },
     "namespaced": {"namespaces": ["team-a", "team-b"]},
+    "resource-claims": {"rbac": {"resourceClaims": True}},
     "monitors": {
         "metrics": {
             "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
