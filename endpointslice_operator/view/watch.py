@@ -91,7 +91,10 @@ class _ListingWatcher(ListWatcher):
             version = await super()._list(namespace)
         except (ApiError, aiohttp.ClientError, TimeoutError, OSError) as exc:
             if not self.listings:
+                # Fatal before the view is synced: the generator raises it and cancels this
+                # task (waiting here keeps the watcher from logging a retry meanwhile).
                 self._on_failure(self.kind, exc)
+                await asyncio.get_running_loop().create_future()
             raise
         self._on_listed(self.kind, namespace)
         return version
