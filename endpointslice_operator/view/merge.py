@@ -25,6 +25,7 @@ Differences from kube-proxy, on purpose:
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,9 +40,9 @@ from endpointslice_operator.view.model import (
     ParsedSlice,
     Policy,
     ServicePortKey,
+    address_sort_key,
     parse_service,
     parse_slice,
-    sorted_group,
     view_annotation,
 )
 
@@ -343,39 +344,91 @@ class EndpointView:
                 changes.append(Change("added" if old is None else "updated", key, new))
 
 
+class _PortEndpoints:
+    """The endpoints of one service port, kept in address order (parallel lists)."""
+
+    __slots__ = ("addresses", "endpoints", "order")
+
+    def __init__(self) -> None:
+        self.order: list[tuple[int, int, str]] = []
+        self.addresses: list[str] = []
+        self.endpoints: list[Endpoint] = []
+
+    def set(self, endpoint: Endpoint) -> None:
+        sort_key = address_sort_key(endpoint.address)
+        index = bisect.bisect_left(self.order, sort_key)
+        if index < len(self.order) and self.order[index] == sort_key:
+            self.endpoints[index] = endpoint
+            return
+        self.order.insert(index, sort_key)
+        self.addresses.insert(index, endpoint.address)
+        self.endpoints.insert(index, endpoint)
+
+    def discard(self, address: str) -> None:
+        sort_key = address_sort_key(address)
+        index = bisect.bisect_left(self.order, sort_key)
+        if index < len(self.order) and self.order[index] == sort_key:
+            del self.order[index], self.addresses[index], self.endpoints[index]
+
+    def rebuild(self, changes: list[Change]) -> None:
+        """Apply many changes at once: one sort instead of a list insertion each."""
+        current = dict(zip(self.addresses, self.endpoints, strict=True))
+        for change in changes:
+            assert isinstance(change.key, EndpointKey)
+            if change.type == "removed":
+                current.pop(change.key.address, None)
+            elif isinstance(change.endpoint, Endpoint):
+                current[change.key.address] = change.endpoint
+        ordered = sorted((address_sort_key(a), a, e) for a, e in current.items())
+        self.order = [sort_key for sort_key, _, _ in ordered]
+        self.addresses = [address for _, address, _ in ordered]
+        self.endpoints = [endpoint for _, _, endpoint in ordered]
+
+    def group(self) -> EndpointGroup:
+        return EndpointGroup(tuple(self.addresses), tuple(self.endpoints))
+
+
 class Gatherer:
     """Turns per-address changes into per service port records (``gather=True``): one
     :class:`~.model.EndpointGroup` per (service, port) with its endpoints sorted by address.
-    A change costs a sort of that service port's endpoints."""
+
+    The endpoints of each service port are kept sorted (a bisection per changed address); the
+    record of a changed port is a copy of its lists, so a change costs the size of that service
+    port (two tuple copies), not a sort."""
 
     def __init__(self) -> None:
-        self._ports: dict[ServicePortKey, dict[str, Endpoint]] = {}
+        self._ports: dict[ServicePortKey, _PortEndpoints] = {}
         self._shown: dict[ServicePortKey, EndpointGroup] = {}
 
     def feed(self, changes: Iterable[Change]) -> list[Change]:
-        touched: dict[ServicePortKey, None] = {}
+        touched: dict[ServicePortKey, list[Change]] = {}
         for change in changes:
-            key = change.key
-            if not isinstance(key, EndpointKey):
+            if isinstance(change.key, EndpointKey):
+                touched.setdefault(ServicePortKey(*change.key[:5]), []).append(change)
+        for port_key, port_changes in touched.items():
+            endpoints = self._ports.get(port_key)
+            if endpoints is None:
+                endpoints = self._ports[port_key] = _PortEndpoints()
+            if len(port_changes) > 32 and len(port_changes) * 4 > len(endpoints.addresses):
+                endpoints.rebuild(port_changes)
                 continue
-            port_key = ServicePortKey(*key[:5])
-            endpoints = self._ports.setdefault(port_key, {})
-            if change.type == "removed":
-                endpoints.pop(key.address, None)
-            elif isinstance(change.endpoint, Endpoint):
-                endpoints[key.address] = change.endpoint
-            touched[port_key] = None
+            for change in port_changes:
+                assert isinstance(change.key, EndpointKey)
+                if change.type == "removed":
+                    endpoints.discard(change.key.address)
+                elif isinstance(change.endpoint, Endpoint):
+                    endpoints.set(change.endpoint)
         out: list[Change] = []
         for port_key in touched:
             endpoints = self._ports[port_key]
             old = self._shown.get(port_key)
-            if not endpoints:
+            if not endpoints.addresses:
                 del self._ports[port_key]
                 if old is not None:
                     del self._shown[port_key]
                     out.append(Change("removed", port_key, old))
                 continue
-            new = sorted_group(endpoints.values())
+            new = endpoints.group()
             if new != old:
                 self._shown[port_key] = new
                 out.append(Change("added" if old is None else "updated", port_key, new))

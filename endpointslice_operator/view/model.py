@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
@@ -36,7 +36,6 @@ __all__ = [
     "address_sort_key",
     "parse_service",
     "parse_slice",
-    "sorted_group",
     "view_annotation",
 ]
 
@@ -284,8 +283,3 @@ def parse_slice(obj: Mapping[str, Any], managed_by: str | None = None) -> Parsed
         )
     version = str(metadata.get("resourceVersion") or "")
     return ParsedSlice(namespace, name, service, version, tuple(ports))
-
-
-def sorted_group(endpoints: Iterable[Endpoint]) -> EndpointGroup:
-    ordered = sorted(endpoints, key=lambda e: address_sort_key(e.address))
-    return EndpointGroup(tuple(e.address for e in ordered), tuple(ordered))
