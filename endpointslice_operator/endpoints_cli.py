@@ -34,7 +34,7 @@ from endpointslice_operator.view import (
     watch_endpoints,
 )
 
-__all__ = ["build_parser", "format_row", "main"]
+__all__ = ["build_parser", "format_row", "main", "render_table"]
 
 PROG = "endpointslice-operator endpoints"
 
@@ -123,6 +123,15 @@ def _table(rows: list[tuple[str, ...]]) -> str:
         + "\n"
         for row in rows
     )
+
+
+def render_table(changes: list[Change]) -> str:
+    """The view (its ``added`` changes) as the command's table."""
+    rows = [format_row(change) for change in changes if change.type == "added"]
+    if not rows:
+        return "No endpoints.\n"
+    gathered = isinstance(changes[0].key, ServicePortKey)
+    return _table([GATHER_COLUMNS if gathered else TABLE_COLUMNS, *rows])
 
 
 def _emit(line: str) -> None:
