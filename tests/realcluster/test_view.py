@@ -1,5 +1,6 @@
 """The endpoint view against a real kube-apiserver and kube-controller-manager: KCM's slices
-for a selector Service and a foreign slice, merged as kube-proxy merges them."""
+for a selector Service and a foreign slice, merged as kube-proxy merges them, through a port
+rename, a readiness change and a slice deletion."""
 
 from __future__ import annotations
 
@@ -90,8 +91,8 @@ async def test_kcm_slices_and_a_foreign_slice(cluster: Cluster, kube: Kube, ns: 
         },
     )
 
-    def key(address: str) -> EndpointKey:
-        return EndpointKey(ns, "web", "http", 80, "TCP", address)
+    def key(address: str, port_name: str = "http") -> EndpointKey:
+        return EndpointKey(ns, "web", port_name, 80, "TCP", address)
 
     async with watching(kube, ns) as shown:
 
@@ -124,11 +125,40 @@ async def test_kcm_slices_and_a_foreign_slice(cluster: Cluster, kube: Kube, ns: 
         )
         assert everything[key("10.1.0.2")].ready  # still one record per address
 
+        # The Service's port renamed: KCM renames its slice's port; the foreign slice still
+        # names the old one, which no service port joins any more.
+        await kube.patch(
+            f"/api/v1/namespaces/{ns}/services/web",
+            {"spec": {"ports": [{"name": "web", "port": 80, "targetPort": 8080}]}},
+        )
+
+        async def renamed() -> bool:
+            assert set(shown.endpoints) == {key("10.1.0.1", "web")}
+            return True
+
+        await eventually(renamed, timeout=60)
+        # The other manager follows: its ready copy of 10.1.0.2 wins again.
+        await kube.patch(
+            f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices/web-lb",
+            {"ports": [{"name": "web", "port": 8080, "protocol": "TCP"}]},
+        )
+
+        async def both() -> bool:
+            assert set(shown.endpoints) == {
+                key("10.1.0.1", "web"),
+                key("10.1.0.2", "web"),
+                key("10.1.0.9", "web"),
+            }
+            assert shown.endpoints[key("10.1.0.2", "web")].slice == "web-lb"
+            return True
+
+        await eventually(both, timeout=60)
+
         # web-0 stops being ready: KCM updates its slice, and the view follows.
         await o.set_ready(kube, ns, "web-0", False, at="2026-01-01T00:01:00Z")
 
         async def gone() -> bool:
-            assert set(shown.endpoints) == {key("10.1.0.2"), key("10.1.0.9")}
+            assert set(shown.endpoints) == {key("10.1.0.2", "web"), key("10.1.0.9", "web")}
             return True
 
         await eventually(gone, timeout=60)
