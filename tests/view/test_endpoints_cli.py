@@ -153,3 +153,31 @@ async def test_errors_are_one_line(tmp_path: Path) -> None:
     code, out, err = await run_cli("--kubeconfig", str(kubeconfig))
     assert code == 1 and out == ""
     assert err.startswith("endpointslice-operator endpoints: cannot list ") and err.count("\n") == 1
+
+
+async def test_watch_table_prints_the_view_then_a_line_per_change() -> None:
+    async with run_emulator() as emu:
+        populate(emu)
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "endpointslice_operator", "endpoints",
+            "--kubeconfig", str(emu.kubeconfig_path), "--service", "hidden", "--watch",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=_env(),
+        )  # fmt: skip
+        assert process.stdout is not None
+
+        async def line() -> list[str]:
+            raw = await asyncio.wait_for(process.stdout.readline(), timeout=30)  # type: ignore[union-attr]
+            return raw.decode().split()
+
+        try:
+            assert await line() == ["TYPE", "NAMESPACE", "SERVICE", "PORT", "ADDRESS", "READY",
+                                    "SERVING", "TERM", "NODE"]  # fmt: skip
+            assert (await line())[:5] == ["ADDED", NS, "hidden", "http:80/TCP", "10.0.9.1:8080"]
+            emu.store.patch(
+                "endpointslices", NS, "hidden-1", {"endpoints": [endpoint("10.0.9.1", node="n2")]}
+            )
+            updated = await line()
+            assert updated[0] == "UPDATED" and updated[-1] == "n2"
+        finally:
+            process.terminate()
+            await process.wait()
