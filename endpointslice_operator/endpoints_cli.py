@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -180,6 +181,8 @@ async def _run(args: argparse.Namespace, annotation_prefix: str) -> int:
 
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
+    # Watch retries ("... failed, retrying") are the only log lines: one line each, on stderr.
+    logging.basicConfig(level=logging.WARNING, format=f"{PROG}: %(message)s")
     try:
         if args.selector is not None:
             parse_selector(args.selector)
