@@ -23,7 +23,15 @@ from pathlib import Path
 
 from .figure import Figure
 
-AREAS: list[str] = ["planner", "emulator", "operator", "bursts", "propagation", "scale"]
+AREAS: list[str] = [
+    "planner",
+    "emulator",
+    "operator",
+    "bursts",
+    "propagation",
+    "scale",
+    "view",
+]
 """Modules under ``benchmarks.figures``, run in this order."""
 REAL_AREAS: list[str] = ["real"]
 """Run by ``--real`` (a real control plane from ``KUBEBUILDER_ASSETS``, KCM as the baseline)."""

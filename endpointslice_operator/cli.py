@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "endpointslice_operator.cleanup",
         "delete the EndpointSlices the operator wrote (after uninstalling it)",
     ),
+    "endpoints": ("endpointslice_operator.endpoints_cli", "the endpoint view of Services"),
     "plan": (
         "endpointslice_operator.plan_cli",
         "offline: print the EndpointSlice writes for Service/Pod/Node/EndpointSlice YAML files",

@@ -162,6 +162,22 @@ def render_slices(slices: list[dict[str, Any]]) -> str:
     return _table(rows) + "\n\n" + "\n".join(details)
 
 
+def render_view(emu: Emulator) -> str:
+    """The endpoint view of the demo's Service, as ``endpointslice-operator endpoints`` shows
+    it: every slice merged, one row per (service port, ready address)."""
+    from endpointslice_operator.endpoints_cli import render_table
+    from endpointslice_operator.view import EndpointView, ServiceFilter
+
+    view = EndpointView(
+        service_filter=ServiceFilter(namespace=NAMESPACE, services=frozenset({SERVICE}))
+    )
+    for service in emu.store.list("services", NAMESPACE):
+        view.apply_service(service)
+    for endpoint_slice in _slices(emu):
+        view.apply_slice(endpoint_slice)
+    return render_table(view.snapshot())
+
+
 class _Step:
     """Counts the EndpointSlice writes made since the previous step."""
 
@@ -255,6 +271,11 @@ async def run_demo(
             await _converge(operator, lambda: _ready_endpoints(emu) == 4)
             _header(out, f"{name} is no longer ready")
             out.write(render_slices(_slices(emu)) + "\n" + step.writes() + "\n")
+            out.write(
+                f"\nThe endpoint view, all slices merged "
+                f"(endpointslice-operator endpoints -n {NAMESPACE} --service {SERVICE}):\n"
+                + render_view(emu)
+            )
 
             emu.store.patch(
                 "deployments",
@@ -275,6 +296,8 @@ async def run_demo(
                     "nodes; the operator keeps running.\n"
                     f"  export KUBECONFIG={emu.kubeconfig_path}\n"
                     f"Try:\n  {kubectl} get endpointslices -o wide -w\n"
+                    f"  endpointslice-operator endpoints -n {NAMESPACE} --service {SERVICE} "
+                    "--watch   (the endpoint view, one line per change)\n"
                     f"  {kubectl} scale deployment {SERVICE} --replicas 3\n"
                     f"  {kubectl} rollout restart deployment {SERVICE}   (terminating endpoints "
                     "stay serving for the grace period)\n"

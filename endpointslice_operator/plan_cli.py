@@ -7,7 +7,9 @@ the ones named with ``--service``) exactly as the operator's sync does, and prin
 * ``-o yaml`` (default): one document per write, each preceded by a comment line
   ``# create|update|delete <namespace>/<name or generateName>``;
 * ``-o diff``: a unified diff, per write, from the existing slice to the one written;
-* ``-o summary``: one line per Service with its counts.
+* ``-o summary``: one line per Service with its counts;
+* ``-o view``: the endpoint view once the writes are applied (every slice of each Service,
+  whoever manages it, merged as kube-proxy merges them: see docs/view.md).
 
 Notes for a Service (pods skipped for a missing node, topology events, a Service that is not
 opted in, the address source of a Service on a secondary network and the pods it leaves out)
@@ -62,7 +64,7 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 _SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields")
 
 Operation = Literal["create", "update", "delete"]
-Output = Literal["yaml", "diff", "summary"]
+Output = Literal["yaml", "diff", "summary", "view"]
 
 
 class InputError(Exception):
@@ -482,6 +484,35 @@ def render_diff(results: Sequence[ServiceResult], manifests: Manifests) -> str:
     return "".join(chunks)
 
 
+def render_view(results: Sequence[ServiceResult], manifests: Manifests) -> str:
+    """The ready endpoints of the planned Services once the writes are applied: the input's
+    slices (every manager's), with the writes applied, merged by the endpoint view."""
+    from endpointslice_operator.endpoints_cli import render_table
+    from endpointslice_operator.view import EndpointView, ServiceFilter
+
+    slices = dict(manifests.slices)
+    for result in results:
+        for index, (operation, endpoint_slice) in enumerate(result.writes):
+            metadata = endpoint_slice.get("metadata") or {}
+            namespace = str(metadata.get("namespace") or "")
+            if operation == "delete":
+                slices.pop((namespace, str(metadata.get("name") or "")), None)
+                continue
+            name = str(metadata.get("name") or "")
+            if not name:  # a create: named by the API server, so a placeholder here
+                name = f"{metadata.get('generateName') or ''}<new-{index}>"
+                endpoint_slice = {**endpoint_slice, "metadata": {**metadata, "name": name}}
+            slices[(namespace, name)] = dict(endpoint_slice)
+    view = EndpointView(service_filter=ServiceFilter(services=frozenset(r.key for r in results)))
+    for service in manifests.services.values():
+        view.apply_service(service)
+    for endpoint_slice in slices.values():
+        # Without resourceVersions: a later update of a slice replaces it whatever it holds.
+        metadata = {**(endpoint_slice.get("metadata") or {}), "resourceVersion": ""}
+        view.apply_slice({**endpoint_slice, "metadata": metadata})
+    return render_table(view.snapshot())
+
+
 def render_summary(results: Sequence[ServiceResult]) -> str:
     width = max((len(result.key) for result in results), default=0)
     lines = []
@@ -530,9 +561,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "-o",
         "--output",
-        choices=("yaml", "diff", "summary"),
+        choices=("yaml", "diff", "summary", "view"),
         default="yaml",
-        help="yaml: the writes as documents (default); diff: unified diffs; summary: counts",
+        help="yaml: the writes as documents (default); diff: unified diffs; summary: counts; "
+        "view: the ready endpoints once the writes are applied (docs/view.md)",
     )
     parser.add_argument(
         "--service",
@@ -651,6 +683,8 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(render_summary(results))
     elif output == "diff":
         sys.stdout.write(render_diff(results, manifests))
+    elif output == "view":
+        sys.stdout.write(render_view(results, manifests))
     else:
         sys.stdout.write(render_yaml(results))
     return 0

@@ -22,6 +22,7 @@ _INLINE = re.compile(rf"`((?:{'|'.join(map(re.escape, PROGRAMS))}) [^`]+)`")
 
 E2E = "tests/e2e/test_readme_commands.py"
 REAL = "tests/realcluster/test_readme_commands.py"
+VIEW = "tests/view/test_readme_view.py"
 
 #: command -> the test (file::function) that runs it as written.
 RUN_BY: dict[str, str] = {
@@ -57,6 +58,11 @@ RUN_BY: dict[str, str] = {
         "tests/test_plan_cli.py::test_readme_secondary_network_examples"
     ),
     "kubectl delete -f deploy/": f"{REAL}::test_plain_manifests_install_and_uninstall",
+    "endpointslice-operator endpoints": f"{VIEW}::test_the_readme_view_commands",
+    "endpointslice-operator endpoints --service web": f"{VIEW}::test_the_readme_view_commands",
+    "endpointslice-operator endpoints --service web --watch -o json": (
+        f"{VIEW}::test_the_readme_view_commands"
+    ),
 }
 
 _NO_HELM = (

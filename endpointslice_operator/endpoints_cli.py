@@ -1,0 +1,212 @@
+"""``endpointslice-operator endpoints``: the endpoint view of Services, as a table or JSON lines.
+
+Reads the cluster as ``run`` does (``--kubeconfig``, else in-cluster, else the default
+kubeconfig) and shows every (service, port, address) of the chosen Services, merged from all
+their EndpointSlices as kube-proxy merges them (docs/view.md). With ``--watch`` it keeps
+running and prints one line per change, flushed at once, so that
+``endpointslice-operator endpoints --watch -o json | consumer`` works.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from kubernetes_asyncio.config import ConfigException
+
+from endpointslice_operator.controller.kopf_wiring import NoClusterError, find_cluster
+from endpointslice_operator.controller.selectors import SelectorError, parse_selector
+from endpointslice_operator.settings import SettingsError, load_settings
+from endpointslice_operator.view import (
+    POLICIES,
+    Change,
+    Endpoint,
+    EndpointGroup,
+    EndpointKey,
+    ServicePortKey,
+    ViewError,
+    open_api_client,
+    view_annotation,
+    watch_endpoints,
+)
+
+__all__ = ["build_parser", "format_row", "main", "render_table"]
+
+PROG = "endpointslice-operator endpoints"
+
+TABLE_COLUMNS = ("NAMESPACE", "SERVICE", "PORT", "ADDRESS", "READY", "SERVING", "TERM", "NODE")
+GATHER_COLUMNS = ("NAMESPACE", "SERVICE", "PORT", "ENDPOINTS")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Show the endpoints of Services, one per (service, port, address), merged "
+        "from all their EndpointSlices (whoever manages them) as kube-proxy does. Without "
+        "--service and --selector: the Services annotated "
+        f'{view_annotation()}: "true".',
+    )
+    parser.add_argument("-n", "--namespace", metavar="NS", help="only this namespace")
+    parser.add_argument(
+        "--service",
+        metavar="NAME",
+        action="append",
+        help="this Service (repeatable; NAME or NAMESPACE/NAME)",
+    )
+    parser.add_argument("--selector", metavar="SEL", help="Services with these labels (a, b=c)")
+    parser.add_argument(
+        "--managed-by", metavar="NAME", help="only the slices of this manager (default: all)"
+    )
+    parser.add_argument(
+        "--policy",
+        choices=POLICIES,
+        default="ready",
+        help="ready: what kube-proxy routes to (default); serving: also the serving and "
+        "terminating endpoints of a port without ready ones, as kube-proxy falls back; all: "
+        "every endpoint",
+    )
+    parser.add_argument(
+        "--gather", action="store_true", help="one record per (service, port) with its addresses"
+    )
+    parser.add_argument(
+        "--watch", action="store_true", help="keep running and print one line per change"
+    )
+    parser.add_argument(
+        "-o", "--output", choices=("table", "json"), default="table", help="default: table"
+    )
+    parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: as run)")
+    parser.add_argument(
+        "--annotation-prefix",
+        metavar="PREFIX",
+        help="prefix of the <prefix>/view annotation (default: as run, endpointslice-operator.io)",
+    )
+    return parser
+
+
+def _port(key: EndpointKey | ServicePortKey) -> str:
+    name = f"{key.port_name}:" if key.port_name else ""
+    return f"{name}{key.port}/{key.protocol}"
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def format_row(change: Change) -> tuple[str, ...]:
+    """The table cells of one change (without the change type)."""
+    key, value = change.key, change.endpoint
+    if isinstance(key, EndpointKey) and isinstance(value, Endpoint):
+        return (
+            key.namespace,
+            key.service,
+            _port(key),
+            f"{key.address}:{value.target_port}",
+            _flag(value.ready),
+            _flag(value.serving),
+            _flag(value.terminating),
+            value.node or "-",
+        )
+    if isinstance(key, ServicePortKey) and isinstance(value, EndpointGroup):
+        listed = ",".join(f"{e.address}:{e.target_port}" for e in value.endpoints)
+        return (key.namespace, key.service, _port(key), listed or "-")
+    return ()
+
+
+def _table(rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "".join(
+        "   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        + "\n"
+        for row in rows
+    )
+
+
+def render_table(changes: list[Change]) -> str:
+    """The view (its ``added`` changes) as the command's table."""
+    rows = [format_row(change) for change in changes if change.type == "added"]
+    if not rows:
+        return "No endpoints.\n"
+    gathered = isinstance(changes[0].key, ServicePortKey)
+    return _table([GATHER_COLUMNS if gathered else TABLE_COLUMNS, *rows])
+
+
+def _emit(line: str) -> None:
+    sys.stdout.write(line)
+    sys.stdout.flush()
+
+
+async def _run(args: argparse.Namespace, annotation_prefix: str) -> int:
+    async with await open_api_client(args.kubeconfig, args.annotation_prefix) as api:
+        stream = watch_endpoints(
+            api,
+            namespace=args.namespace,
+            services=args.service,
+            selector=args.selector,
+            managed_by=args.managed_by,
+            policy=args.policy,
+            gather=args.gather,
+            annotation_prefix=annotation_prefix,
+        )
+        header = GATHER_COLUMNS if args.gather else TABLE_COLUMNS
+        rows: list[tuple[str, ...]] = []
+        synced = False
+        try:
+            async for change in stream:
+                if args.output == "json":
+                    if args.watch or change.type != "synced":
+                        _emit(json.dumps(change.to_json(), separators=(",", ":")) + "\n")
+                elif not synced and change.type == "added":
+                    rows.append(format_row(change))
+                elif change.type != "synced":
+                    _emit("   ".join((change.type.upper(), *format_row(change))) + "\n")
+                if change.type == "synced":
+                    synced = True
+                    if args.output == "table":
+                        if args.watch:
+                            rows = [("TYPE", *header)] + [("ADDED", *row) for row in rows]
+                        else:
+                            rows = [header, *rows]
+                        _emit(_table(rows) if len(rows) > 1 else "No endpoints.\n")
+                    if not args.watch:
+                        break
+        finally:
+            await stream.aclose()
+    return 0
+
+
+def main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(list(argv))
+    # Watch retries ("... failed, retrying") are the only log lines: one line each, on stderr.
+    logging.basicConfig(level=logging.WARNING, format=f"{PROG}: %(message)s")
+    try:
+        if args.selector is not None:
+            parse_selector(args.selector)
+        settings_argv = ["--kubeconfig", args.kubeconfig] if args.kubeconfig else []
+        if args.annotation_prefix is not None:
+            settings_argv += ["--annotation-prefix", args.annotation_prefix]
+        settings = load_settings(settings_argv, os.environ)
+        find_cluster(settings)
+    except (SettingsError, SelectorError, NoClusterError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        sys.stderr.write(f"{PROG}: {first}\n")
+        return 1 if isinstance(exc, NoClusterError) else 2
+    try:
+        return asyncio.run(_run(args, settings.annotation_prefix))
+    except ViewError as exc:
+        sys.stderr.write(f"{PROG}: {exc}\n")
+        return 1
+    except (OSError, ConfigException) as exc:
+        if isinstance(exc, BrokenPipeError):
+            # The consumer went away (``| head``): not an error of ours.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return 0
+        sys.stderr.write(f"{PROG}: cannot reach the cluster: {exc}\n")
+        return 1
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,345 @@
+"""Watching the view: :func:`watch_endpoints` (async) and :func:`list_endpoints` (a snapshot).
+
+Services and EndpointSlices are listed and watched with the operator's own
+:class:`~endpointslice_operator.controller.list_watch.ListWatcher`: paginated listings,
+watches resumed from the last resourceVersion, a new listing after ``410 Gone`` or
+``ResourceVersionTooLarge``. A listing also tells what was deleted while no watch ran: an
+object the view holds that a completed listing (of its namespace scope) did not show is
+removed, with ``removed`` changes for what it contributed.
+
+The first listing failing (no cluster, no permission) raises :class:`ViewError`; after the
+``synced`` marker every failure is retried, as the operator's watches are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
+from typing import Any, Literal, overload
+
+import aiohttp
+from kubernetes_asyncio.client import ApiClient
+
+from endpointslice_operator.controller.api_client import OperatorApiClient, resolve_env_proxy
+from endpointslice_operator.controller.kopf_wiring import load_client_configuration
+from endpointslice_operator.controller.list_watch import ListWatcher
+from endpointslice_operator.controller.selectors import Selector, parse_selector
+from endpointslice_operator.controller.writer import ApiError
+from endpointslice_operator.settings import load_settings
+from endpointslice_operator.view.merge import EndpointView, Gatherer, ServiceFilter
+from endpointslice_operator.view.model import (
+    DEFAULT_ANNOTATION_PREFIX,
+    Change,
+    Endpoint,
+    EndpointGroup,
+    EndpointKey,
+    Policy,
+    ServicePortKey,
+    view_annotation,
+)
+
+__all__ = [
+    "ViewError",
+    "list_endpoints",
+    "open_api_client",
+    "service_filter",
+    "snapshot",
+    "watch_endpoints",
+]
+
+KINDS = ("services", "endpointslices")
+
+
+class ViewError(RuntimeError):
+    """The view could not be built: the first listing failed."""
+
+    def __init__(self, kind: str, cause: Exception) -> None:
+        self.kind = kind
+        self.cause = cause
+        if isinstance(cause, ApiError):
+            what = f"the API server refused to list {kind}: {cause.status} {cause.reason}".strip()
+        else:
+            what = f"cannot list {kind}: {type(cause).__name__}: {cause}"
+        super().__init__(what)
+
+
+class _ListingWatcher(ListWatcher):
+    """A :class:`ListWatcher` that says when each listing begins and ends, and reports the
+    failure of its first listing."""
+
+    def __init__(
+        self,
+        api_client: ApiClient,
+        kind: str,
+        handler: Callable[[str | None, Mapping[str, Any]], None],
+        *,
+        on_listing: Callable[[str, str | None], None],
+        on_listed: Callable[[str, str | None], None],
+        on_failure: Callable[[str, Exception], None],
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(api_client, kind, handler, **kwargs)
+        self._on_listing = on_listing
+        self._on_listed = on_listed
+        self._on_failure = on_failure
+
+    async def _list(self, namespace: str | None) -> str:
+        self._on_listing(self.kind, namespace)
+        try:
+            version = await super()._list(namespace)
+        except (ApiError, aiohttp.ClientError, TimeoutError, OSError) as exc:
+            if not self.listings:
+                # Fatal before the view is synced: the generator raises it and cancels this
+                # task (waiting here keeps the watcher from logging a retry meanwhile).
+                self._on_failure(self.kind, exc)
+                await asyncio.get_running_loop().create_future()
+            raise
+        self._on_listed(self.kind, namespace)
+        return version
+
+
+_SYNCED = Change("synced")
+
+
+class _Feed:
+    """Applies events to the view and queues the changes for the generator."""
+
+    def __init__(self, view: EndpointView, scopes: list[str | None]) -> None:
+        self.view = view
+        self.queue: asyncio.Queue[list[Change] | Exception] = asyncio.Queue()
+        self.synced = False
+        self._pending = {(kind, scope) for kind in KINDS for scope in scopes}
+        self._seen: dict[tuple[str, str | None], set[tuple[str, str]] | None] = {}
+
+    def _put(self, changes: list[Change]) -> None:
+        if changes and self.synced:
+            self.queue.put_nowait(changes)
+
+    def handler(self, kind: str) -> Callable[[str | None, Mapping[str, Any]], None]:
+        def handle(event_type: str | None, obj: Mapping[str, Any]) -> None:
+            metadata = obj.get("metadata")
+            if not isinstance(metadata, Mapping):
+                return
+            key = (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
+            if event_type is None:
+                for (seen_kind, _), seen in self._seen.items():
+                    if seen_kind == kind and seen is not None:
+                        seen.add(key)
+            if event_type == "DELETED":
+                changes = (
+                    self.view.delete_service(*key)
+                    if kind == "services"
+                    else self.view.delete_slice(*key)
+                )
+            elif kind == "services":
+                changes = self.view.apply_service(obj)
+            else:
+                changes = self.view.apply_slice(obj)
+            self._put(changes)
+
+        return handle
+
+    def on_listing(self, kind: str, namespace: str | None) -> None:
+        self._seen[(kind, namespace)] = set()
+
+    def on_listed(self, kind: str, namespace: str | None) -> None:
+        seen = self._seen.pop((kind, namespace), None) or set()
+        held = self.view.service_names() if kind == "services" else self.view.slice_names()
+        changes: list[Change] = []
+        for key in held:
+            if (namespace is None or key[0] == namespace) and key not in seen:
+                if kind == "services":
+                    changes += self.view.delete_service(*key)
+                else:
+                    changes += self.view.delete_slice(*key)
+        self._put(changes)
+        self._pending.discard((kind, namespace))
+        if not self.synced and not self._pending:
+            self.synced = True
+            self.queue.put_nowait([*self.view.snapshot(), _SYNCED])
+
+    def on_failure(self, kind: str, exc: Exception) -> None:
+        if not self.synced:
+            self.queue.put_nowait(ViewError(kind, exc))
+
+
+def service_filter(
+    *,
+    namespace: str | None = None,
+    services: Iterable[str] | str | None = None,
+    selector: Selector | str | None = None,
+    annotation_prefix: str = DEFAULT_ANNOTATION_PREFIX,
+) -> ServiceFilter:
+    """The :class:`~.merge.ServiceFilter` for :func:`watch_endpoints`'s arguments (a selector
+    string is parsed: :class:`~endpointslice_operator.controller.selectors.SelectorError`)."""
+    names = [services] if isinstance(services, str) else services
+    return ServiceFilter(
+        namespace=namespace,
+        services=frozenset(names) if names is not None else None,
+        selector=parse_selector(selector) if isinstance(selector, str) else selector,
+        annotation=view_annotation(annotation_prefix),
+    )
+
+
+async def watch_endpoints(
+    api: ApiClient,
+    *,
+    namespace: str | None = None,
+    services: Iterable[str] | str | None = None,
+    selector: Selector | str | None = None,
+    managed_by: str | None = None,
+    policy: Policy = "ready",
+    gather: bool = False,
+    annotation_prefix: str = DEFAULT_ANNOTATION_PREFIX,
+    backoff: float = 1.0,
+    server_timeout: float = 300.0,
+) -> AsyncGenerator[Change, None]:
+    """The endpoints of the selected Services as a stream of changes.
+
+    First the current view as ``added`` changes (sorted by key), then one ``synced`` change,
+    then ``added`` / ``updated`` / ``removed`` as Services and EndpointSlices change. Keys are
+    :class:`EndpointKey` (values :class:`Endpoint`), or with ``gather=True``
+    :class:`ServicePortKey` (values :class:`EndpointGroup`).
+
+    ``services`` (names, or ``namespace/name``) and ``selector`` (a label selector on the
+    Services) choose the Services; with neither, those annotated ``<prefix>/view: "true"``.
+    ``managed_by`` keeps only the slices of that manager (default: every slice).
+    """
+    view = EndpointView(
+        policy=policy,
+        service_filter=service_filter(
+            namespace=namespace,
+            services=services,
+            selector=selector,
+            annotation_prefix=annotation_prefix,
+        ),
+        managed_by=managed_by,
+    )
+    scopes: list[str | None] = [namespace]
+    feed = _Feed(view, scopes)
+    watchers = [
+        _ListingWatcher(
+            api,
+            kind,
+            feed.handler(kind),
+            namespaces=[namespace] if namespace is not None else [],
+            on_listing=feed.on_listing,
+            on_listed=feed.on_listed,
+            on_failure=feed.on_failure,
+            backoff=backoff,
+            server_timeout=server_timeout,
+            client_timeout=server_timeout + 60.0,
+        )
+        for kind in KINDS
+    ]
+    tasks = [asyncio.create_task(watcher.run()) for watcher in watchers]
+    gatherer = Gatherer() if gather else None
+    try:
+        while True:
+            item = await feed.queue.get()
+            if isinstance(item, Exception):
+                raise item
+            if gatherer is not None:
+                if item and item[-1] is _SYNCED:
+                    gatherer.feed(item[:-1])
+                    item = [*gatherer.snapshot(), _SYNCED]
+                else:
+                    item = gatherer.feed(item)
+            for change in item:
+                yield change
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+async def open_api_client(
+    kubeconfig: str | os.PathLike[str] | None = None,
+    annotation_prefix: str | None = None,
+) -> OperatorApiClient:
+    """An API client as the operator makes one: ``kubeconfig``, else in-cluster, else the
+    default kubeconfig (and ``ENDPOINTSLICE_OPERATOR_*`` variables, as ``run`` reads them)."""
+    argv = ["--kubeconfig", os.fspath(kubeconfig)] if kubeconfig is not None else []
+    if annotation_prefix is not None:
+        argv += ["--annotation-prefix", annotation_prefix]
+    configuration = await load_client_configuration(load_settings(argv))
+    resolve_env_proxy(configuration)
+    return OperatorApiClient(configuration)
+
+
+async def snapshot(api: ApiClient, **kwargs: Any) -> list[Change]:
+    """The current view (the ``added`` changes before ``synced``)."""
+    found: list[Change] = []
+    stream = watch_endpoints(api, **kwargs)
+    try:
+        async for change in stream:
+            if change.type == "synced":
+                break
+            found.append(change)
+    finally:
+        await stream.aclose()
+    return found
+
+
+@overload
+def list_endpoints(
+    kubeconfig: str | os.PathLike[str] | None = ...,
+    *,
+    namespace: str | None = ...,
+    services: Iterable[str] | str | None = ...,
+    selector: str | None = ...,
+    managed_by: str | None = ...,
+    policy: Policy = ...,
+    gather: Literal[False] = ...,
+    annotation_prefix: str = ...,
+) -> dict[EndpointKey, Endpoint]: ...
+
+
+@overload
+def list_endpoints(
+    kubeconfig: str | os.PathLike[str] | None = ...,
+    *,
+    namespace: str | None = ...,
+    services: Iterable[str] | str | None = ...,
+    selector: str | None = ...,
+    managed_by: str | None = ...,
+    policy: Policy = ...,
+    gather: Literal[True],
+    annotation_prefix: str = ...,
+) -> dict[ServicePortKey, EndpointGroup]: ...
+
+
+def list_endpoints(
+    kubeconfig: str | os.PathLike[str] | None = None,
+    *,
+    namespace: str | None = None,
+    services: Iterable[str] | str | None = None,
+    selector: str | None = None,
+    managed_by: str | None = None,
+    policy: Policy = "ready",
+    gather: bool = False,
+    annotation_prefix: str = DEFAULT_ANNOTATION_PREFIX,
+) -> dict[EndpointKey, Endpoint] | dict[ServicePortKey, EndpointGroup]:
+    """The view now, for scripts (synchronous: runs its own event loop). Same arguments as
+    :func:`watch_endpoints`, with the cluster from ``kubeconfig`` (else in-cluster, else the
+    default kubeconfig). Raises :class:`ViewError` when the listing fails."""
+
+    async def run() -> list[Change]:
+        async with await open_api_client(kubeconfig) as api:
+            return await snapshot(
+                api,
+                namespace=namespace,
+                services=services,
+                selector=selector,
+                managed_by=managed_by,
+                policy=policy,
+                gather=gather,
+                annotation_prefix=annotation_prefix,
+            )
+
+    found: dict[Any, Any] = {change.key: change.endpoint for change in asyncio.run(run())}
+    return found
