@@ -81,22 +81,23 @@ class _ListingWatcher(ListWatcher):
         **kwargs: Any,
     ) -> None:
         super().__init__(api_client, kind, handler, **kwargs)
-        self._on_listing = on_listing
-        self._on_listed = on_listed
-        self._on_failure = on_failure
+        # Not ``_on_listed``: ListWatcher has a hook of that name (called with no arguments).
+        self._listing_began = on_listing
+        self._listing_done = on_listed
+        self._listing_failed = on_failure
 
     async def _list(self, namespace: str | None) -> str:
-        self._on_listing(self.kind, namespace)
+        self._listing_began(self.kind, namespace)
         try:
             version = await super()._list(namespace)
         except (ApiError, aiohttp.ClientError, TimeoutError, OSError) as exc:
             if not self.listings:
                 # Fatal before the view is synced: the generator raises it and cancels this
                 # task (waiting here keeps the watcher from logging a retry meanwhile).
-                self._on_failure(self.kind, exc)
+                self._listing_failed(self.kind, exc)
                 await asyncio.get_running_loop().create_future()
             raise
-        self._on_listed(self.kind, namespace)
+        self._listing_done(self.kind, namespace)
         return version
 
 
