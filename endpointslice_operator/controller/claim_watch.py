@@ -4,15 +4,17 @@ Started by the first sync of a Service that uses a device network (never otherwi
 cluster without DRA, or an install without the RBAC for claims, sees no request for them).
 It asks discovery which ``resource.k8s.io`` version is served, then lists and watches
 ResourceClaims with :class:`~.list_watch.ListWatcher` into ``indexes.claims``. When the first
-listing is in, or when no usable version is served, every Service using a device network is
-queued again (their syncs wait for it, see ``ServiceSyncer``).
+listing is in, or when claims cannot be read (no usable version served, listing forbidden),
+every Service using a device network is queued again (their syncs wait for it, or report why
+not, see ``ServiceSyncer``). Claims that cannot be read are checked again with a backoff
+(:func:`retry_delays`), so a later upgrade, DRA install or RBAC grant needs no restart.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -25,11 +27,22 @@ from endpointslice_operator.controller.list_watch import ListWatcher
 from endpointslice_operator.controller.reset import Watermark
 from endpointslice_operator.controller.writer import ApiError, raise_for_status
 
-__all__ = ["discover_claim_version", "watch_claims"]
+__all__ = ["RETRY_FIRST", "RETRY_MAX", "discover_claim_version", "retry_delays", "watch_claims"]
 
 log = logging.getLogger(__name__)
 
-DISCOVERY_RETRY = 5.0
+RETRY_FIRST = 5.0
+"""Seconds before the first re-check of claims that cannot be read (doubled at each)."""
+RETRY_MAX = 300.0
+"""The longest wait between two re-checks."""
+
+
+def retry_delays(first: float = RETRY_FIRST, cap: float = RETRY_MAX) -> Iterator[float]:
+    """5, 10, 20, 40 ... seconds, then ``cap`` for ever: the waits between re-checks."""
+    delay = first
+    while True:
+        yield min(delay, cap)
+        delay = min(delay * 2, cap)
 
 
 async def discover_claim_version(api_client: ApiClient) -> str | None:
@@ -47,6 +60,28 @@ async def discover_claim_version(api_client: ApiClient) -> str | None:
     return pick_version(document)
 
 
+async def _readable(api_client: ApiClient, namespaces: Sequence[str]) -> tuple[str | None, str]:
+    """``(version, "")`` when claims can be listed, else ``(None, why)``; ``why`` is empty
+    for a failure to ask (the state known before stays)."""
+    try:
+        version = await discover_claim_version(api_client)
+    except (ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+        log.warning("discovery of %s failed, retrying: %s", GROUP, exc)
+        return None, ""
+    if version is None:
+        return None, (
+            f"the API server serves no {GROUP} version with device network data "
+            f"({', '.join(VERSIONS)}), so the device-network source cannot work"
+        )
+    forbidden = await _forbidden(api_client, version, namespaces)
+    if forbidden is not None:
+        return None, (
+            f"the operator may not list {GROUP} {PLURAL} (install the chart with "
+            f"rbac.resourceClaims: true): {forbidden}"
+        )
+    return version, ""
+
+
 async def watch_claims(
     api_client: ApiClient,
     indexes: Indexes,
@@ -59,54 +94,60 @@ async def watch_claims(
     watermark: Watermark | None = None,
     on_reset: Callable[[str], None] | None = None,
 ) -> None:
-    """Discover, then list and watch ResourceClaims until cancelled."""
+    """Discover, then list and watch ResourceClaims until cancelled.
+
+    While no usable version is served, or listing is forbidden, or discovery fails, the check
+    is repeated after :func:`retry_delays` (exponential from ``RETRY_FIRST``, capped at
+    ``RETRY_MAX``): a cluster upgraded later, a CRD-based DRA installed later or RBAC granted
+    by ``helm upgrade --set rbac.resourceClaims=true`` is picked up without a restart. The
+    device-network Services are queued again only when the reason changes (their syncs report
+    it once per Service, see ``ServiceSyncer``), and once the claims are listed."""
     claims = indexes.claims
+    delays = retry_delays()
     while True:
-        try:
-            version = await discover_claim_version(api_client)
+        version, why = await _readable(api_client, namespaces)
+        if version is not None:
             break
-        except (ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
-            log.warning("discovery of %s failed, retrying: %s", GROUP, exc)
-            await asyncio.sleep(DISCOVERY_RETRY)
-    if version is None:
-        claims.unavailable = (
-            f"the API server serves no {GROUP} version with device network data "
-            f"({', '.join(VERSIONS)}), so the device-network source cannot work"
-        )
-        log.warning("%s", claims.unavailable)
-        router.requeue(_device_network_services(indexes, device_annotation))
-        return
+        if why and why != claims.unavailable:
+            claims.unavailable = why
+            log.warning("%s; checking again with a backoff of up to %.0f s", why, RETRY_MAX)
+            router.requeue(_device_network_services(indexes, device_annotation))
+        await asyncio.sleep(next(delays))
+    if claims.unavailable is not None:
+        log.info("%s %s can be listed now", GROUP, PLURAL)
+        # The Services wait for the listing now (claims.synced), which queues them again.
+        claims.unavailable = None
     claims.version = version
-    forbidden = await _forbidden(api_client, version, namespaces)
-    if forbidden is not None:
-        claims.unavailable = (
-            f"the operator may not list {GROUP} {PLURAL} (install the chart with "
-            f"rbac.resourceClaims: true): {forbidden}"
-        )
-        log.warning("%s", claims.unavailable)
-        router.requeue(_device_network_services(indexes, device_annotation))
-        return
     log.info("watching %s/%s %s (a Service uses a device network)", GROUP, version, PLURAL)
 
-    seen: set[tuple[str, str]] = set()
+    scopes: list[str | None] = list(namespaces) or [None]
+    listed_scopes: set[str | None] = set()
+    # Per namespace, the names of the claims the running listing of its scope delivered.
+    seen: dict[str, set[str]] = {}
 
     def on_event(event_type: str | None, claim: Mapping[str, Any]) -> None:
         if event_type is None:  # a listing's object
             metadata = claim.get("metadata")
             if isinstance(metadata, Mapping):
-                seen.add((str(metadata.get("namespace") or ""), str(metadata.get("name") or "")))
+                namespace = str(metadata.get("namespace") or "")
+                seen.setdefault(namespace, set()).add(str(metadata.get("name") or ""))
         router.on_claim(event_type, claim)
 
-    def listed() -> None:
-        if len(namespaces) <= 1:
-            # A re-listing (after a 410) shows no DELETED events: claims it did not show are
-            # gone. (With several namespaces the listings interleave; a deleted claim then
-            # stays until its pods are gone, which only costs memory.)
-            for namespace, name in [key for key in claims.claims if key not in seen]:
-                router.on_claim("DELETED", {"metadata": {"namespace": namespace, "name": name}})
-        seen.clear()
-        # Synced once every scope (namespace) has been listed.
-        if not claims.synced and watcher.listings >= max(1, len(namespaces)):
+    def listed(scope: str | None) -> None:
+        # A re-listing (after a 410) shows no DELETED events: the claims of its scope it did
+        # not show are gone. Each scope (namespace) is listed on its own, so each prunes its
+        # own claims only.
+        if scope is None:
+            stale = [key for key in claims.claims if key[1] not in seen.get(key[0], ())]
+            seen.clear()
+        else:
+            names = seen.pop(scope, set())
+            stale = [key for key in claims.claims if key[0] == scope and key[1] not in names]
+        for namespace, name in stale:
+            router.on_claim("DELETED", {"metadata": {"namespace": namespace, "name": name}})
+        listed_scopes.add(scope)
+        # Synced once every scope has been listed.
+        if not claims.synced and len(listed_scopes) == len(scopes):
             claims.synced = True
             router.requeue(_device_network_services(indexes, device_annotation))
 

@@ -78,7 +78,7 @@ class ListWatcher:
         watermark: Watermark | None = None,
         on_reset: Callable[[str], None] | None = None,
         group_version: str = "",
-        on_listed: Callable[[], None] | None = None,
+        on_listed: Callable[[str | None], None] | None = None,
     ) -> None:
         # Called with _preload_content=False: both return the raw aiohttp response.
         self._everywhere: Callable[..., Awaitable[Any]]
@@ -121,7 +121,8 @@ class ListWatcher:
         self._watermark = watermark if watermark is not None else Watermark()
         self._on_reset = on_reset
         self._on_listed = on_listed
-        """Called after every completed listing (all scopes' first one, for the initial)."""
+        """Called after every completed listing with its scope (a namespace, None for the
+        whole cluster): each scope is listed on its own."""
         self.listings = 0
         """Completed listings (initial and re-listings), for tests and logs."""
 
@@ -194,7 +195,7 @@ class ListWatcher:
             if not token:
                 self.listings += 1
                 if self._on_listed is not None:
-                    self._on_listed()
+                    self._on_listed(namespace)
                 return str(metadata.get("resourceVersion") or "")
             await asyncio.sleep(0)  # let the rest of the operator run between pages
 

@@ -313,6 +313,8 @@ class ServiceSyncer:
                     f"Not publishing EndpointSlices: {claims.unavailable}",
                 )
                 return False, None, None
+            # Readable now (RBAC granted, the API served): a later loss is reported again.
+            await self._warn_once(entry, REASON_INVALID_NETWORK, False, "")
             if not claims.synced:
                 return False, None, None
         pods = self.indexes.pods

@@ -139,6 +139,11 @@ class ResourceRegistry:
 
     def __init__(self, resources: Iterable[ResourceInfo] = RESOURCES) -> None:
         self.resources = tuple(resources)
+        self.unserved: set[str] = set()
+        """API groups the server does not serve (yet), changeable while it runs: as a cluster
+        before the upgrade that brings a group, or before a CRD-based API is installed. Over
+        HTTP such a group is unknown (discovery leaves it out, its URLs answer 404 in plain
+        text, as kube-apiserver's mux); ``Store`` still holds its objects."""
         self._by_url = {(r.group, r.version, r.plural): r for r in self.resources}
         self._by_gvk = {(r.api_version, r.kind): r for r in self.resources}
         self._by_name: dict[str, ResourceInfo] = {}
@@ -179,10 +184,14 @@ class ResourceRegistry:
         return found
 
     def groups(self) -> dict[str, list[str]]:
-        """Named API groups and their versions, in registration order."""
+        """Named API groups served and their versions, in registration order."""
         result: dict[str, list[str]] = {}
         for r in self.resources:
-            if r.group and r.version not in result.setdefault(r.group, []):
+            if (
+                r.group
+                and r.group not in self.unserved
+                and r.version not in result.setdefault(r.group, [])
+            ):
                 result[r.group].append(r.version)
         return result
 

@@ -3,11 +3,13 @@ event rules for them, and the left-out reporter's counting and rate limit."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
 import pytest
 
+from endpointslice_operator.controller.claim_watch import RETRY_FIRST, RETRY_MAX, retry_delays
 from endpointslice_operator.controller.claims import pick_version, slim_claim
 from endpointslice_operator.controller.networks import (
     SOURCE_DEVICE_NETWORK,
@@ -142,6 +144,13 @@ def test_left_out_reporter_counts_and_rate_limits() -> None:
     assert gauge == {SOURCE_NETWORK: 0, SOURCE_DEVICE_NETWORK: 0}
     # Back after being fixed and broken again: reported at once.
     assert reporter.update("ns/a", SOURCE_NETWORK, many[:1], "network ns/x") is not None
+
+
+def test_claim_retry_delays_double_from_a_few_seconds_up_to_five_minutes() -> None:
+    assert (RETRY_FIRST, RETRY_MAX) == (5.0, 300.0)
+    delays = list(itertools.islice(retry_delays(), 10))
+    assert delays == [5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 300.0, 300.0, 300.0, 300.0]
+    assert list(itertools.islice(retry_delays(3.0, 10.0), 4)) == [3.0, 6.0, 10.0, 10.0]
 
 
 def test_claim_version_and_slim_claim() -> None:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
+import pytest
+
+from endpointslice_operator.controller.claim_watch import RETRY_MAX
 from endpointslice_operator.testing import Emulator, run_emulator
 from tests.e2e.harness import (
     NS,
@@ -14,6 +18,7 @@ from tests.e2e.harness import (
     endpoints,
     events,
     eventually,
+    namespace,
     pod_body,
     running_operator,
     service,
@@ -197,20 +202,20 @@ async def test_an_invalid_network_annotation_is_reported_and_writes_nothing() ->
 # -- DRA ----------------------------------------------------------------------------------------
 
 
-def claimed_pod(emu: Emulator, name: str, ip: str, claim: str | None) -> None:
-    body = pod_body(name, ip)
+def claimed_pod(emu: Emulator, name: str, ip: str, claim: str | None, *, ns: str = NS) -> None:
+    body = pod_body(name, ip, namespace=ns)
     body["spec"]["resourceClaims"] = [{"name": "nic", "resourceClaimTemplateName": "nic"}]
     if claim is not None:
         body["status"]["resourceClaimStatuses"] = [{"name": "nic", "resourceClaimName": claim}]
     emu.store.create(body)
 
 
-def resource_claim(emu: Emulator, name: str) -> None:
+def resource_claim(emu: Emulator, name: str, *, ns: str = NS) -> None:
     emu.store.create(
         {
             "apiVersion": "resource.k8s.io/v1",
             "kind": "ResourceClaim",
-            "metadata": {"name": name, "namespace": NS},
+            "metadata": {"name": name, "namespace": ns},
             "spec": {
                 "devices": {
                     "requests": [{"name": "vf", "exactly": {"deviceClassName": "nic.example.com"}}]
@@ -220,8 +225,10 @@ def resource_claim(emu: Emulator, name: str) -> None:
     )
 
 
-def allocate(emu: Emulator, name: str, ips: list[str], *, request: str = "vf") -> None:
-    current = emu.store.get("resourceclaims.resource.k8s.io", NS, name)
+def allocate(
+    emu: Emulator, name: str, ips: list[str], *, request: str = "vf", ns: str = NS
+) -> None:
+    current = emu.store.get("resourceclaims.resource.k8s.io", ns, name)
     assert current is not None
     device = {"driver": "nic.example.com", "pool": "node-a", "device": f"{name}-dev"}
     current["status"] = {
@@ -314,3 +321,131 @@ async def test_claims_deleted_while_the_watch_was_down_are_dropped_on_relisting(
             await eventually(lambda: addresses(emu, "fast") == set(), timeout=30)
             await settle(op)
             assert ("e2e", "web-0-nic") not in op.indexes.claims.claims
+
+
+def _claim_checks(emu: Emulator, code: int) -> int:
+    """Listings of ResourceClaims answered with ``code`` (the access check lists one)."""
+    return emu.requests.count(resource="resourceclaims", verb="list", code=code)
+
+
+def _group_lookups(emu: Emulator) -> int:
+    return sum(1 for r in emu.requests if r.path == "/apis/resource.k8s.io")
+
+
+@pytest.mark.looptime
+async def test_claims_are_checked_again_with_a_backoff_until_rbac_allows_them() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        resource_claim(emu, "web-0-nic")
+        allocate(emu, "web-0-nic", ["192.168.50.1/24"])
+        claimed_pod(emu, "web-0", "10.1.0.1", "web-0-nic")
+        # Installed with rbac.resourceClaims off: listing ResourceClaims is forbidden.
+        emu.faults.fail_codes = (403,)
+        emu.faults.fault_verbs = {"list", "watch"}
+        emu.faults.fault_resources = {"resourceclaims.resource.k8s.io"}
+        emu.faults.fail_rate = 1.0
+        service(emu, "fast", annotations={SELECTOR: "app=web", DEVICE_NETWORK: "nic"})
+        async with running_operator(emu) as op:
+            await eventually(lambda: events(emu, "InvalidNetwork"))
+            loop = asyncio.get_running_loop()
+            first = _claim_checks(emu, 403)
+            # Checked again after 5, 10, 20 ... s, at most 300 s apart: at +5, 15, 35, 75, 155,
+            # 315, 615, 915, 1215 and 1515 s (uncapped: 8 by then; every 5 s: 340).
+            await asyncio.sleep(1700)
+            assert _claim_checks(emu, 403) - first == 10
+            assert _claim_checks(emu, 200) == 0
+            # One Warning Event for the whole time, not one per check.
+            (reported,) = events(emu, "InvalidNetwork")
+            assert "rbac.resourceClaims: true" in reported["message"]
+            assert reported.get("count", 1) == 1
+            assert slices(emu, "fast") == []
+
+            # helm upgrade --set rbac.resourceClaims=true: no restart needed.
+            emu.faults.fail_rate = 0.0
+            granted = loop.time()
+            await eventually(
+                lambda: addresses(emu, "fast") == {"192.168.50.1"}, timeout=RETRY_MAX + 5
+            )
+            assert loop.time() - granted <= RETRY_MAX + 1
+            await settle(op)
+            assert op.indexes.claims.unavailable is None
+            assert len(events(emu, "InvalidNetwork")) == 1
+            # The watch runs: a claim change arrives as usual.
+            allocate(emu, "web-0-nic", ["192.168.50.9/24"])
+            await eventually(lambda: addresses(emu, "fast") == {"192.168.50.9"})
+
+
+@pytest.mark.looptime
+async def test_a_resource_api_served_later_is_found_without_a_restart() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        # A cluster before the upgrade that brings resource.k8s.io (or before a CRD-based DRA).
+        emu.store.registry.unserved.add("resource.k8s.io")
+        resource_claim(emu, "web-0-nic")
+        allocate(emu, "web-0-nic", ["192.168.50.1/24"])
+        claimed_pod(emu, "web-0", "10.1.0.1", "web-0-nic")
+        service(emu, "fast", annotations={SELECTOR: "app=web", DEVICE_NETWORK: "nic"})
+        service(emu, "web", annotations={SELECTOR: "app=web"})
+        async with running_operator(emu) as op:
+            await eventually(lambda: events(emu, "InvalidNetwork"))
+            await eventually(lambda: addresses(emu, "web") == {"10.1.0.1"})
+            first = _group_lookups(emu)
+            await asyncio.sleep(400)  # +5, 15, 35, 75, 155, 315 s
+            assert _group_lookups(emu) - first == 6
+            (reported,) = events(emu, "InvalidNetwork")
+            assert "serves no resource.k8s.io version" in reported["message"]
+            assert emu.requests.count(resource="resourceclaims") == 0
+
+            emu.store.registry.unserved.discard("resource.k8s.io")
+            await eventually(
+                lambda: addresses(emu, "fast") == {"192.168.50.1"}, timeout=RETRY_MAX + 5
+            )
+            await settle(op)
+            assert op.indexes.claims.version == "v1"
+            assert len(events(emu, "InvalidNetwork")) == 1
+            assert addresses(emu, "web") == {"10.1.0.1"}
+
+
+@pytest.mark.looptime
+async def test_each_watched_namespace_prunes_its_own_claims_on_relisting() -> None:
+    other = "e2e-other"
+    async with run_emulator() as emu:
+        cluster(emu)
+        namespace(emu, other)
+        for ns, ip in ((NS, "192.168.50.1/24"), (other, "192.168.60.1/24")):
+            resource_claim(emu, "web-0-nic", ns=ns)
+            allocate(emu, "web-0-nic", [ip], ns=ns)
+            claimed_pod(emu, "web-0", "10.1.0.1", "web-0-nic", ns=ns)
+            service(
+                emu,
+                "fast",
+                annotations={SELECTOR: "app=web", DEVICE_NETWORK: "nic"},
+                namespace=ns,
+            )
+        async with running_operator(emu, namespaces=(NS, other)) as op:
+            await eventually(lambda: addresses(emu, "fast") == {"192.168.50.1"})
+            await eventually(lambda: addresses(emu, "fast", namespace=other) == {"192.168.60.1"})
+
+            def listings(ns: str) -> int:
+                return emu.requests.count(resource="resourceclaims", verb="list", namespace=ns)
+
+            # Every claim watch is cut and refused (410): the operator only lists, one scope
+            # per namespace, and no watch sees what happens in between.
+            emu.faults.fault_resources = {"resourceclaims.resource.k8s.io"}
+            emu.faults.fault_verbs = {"watch"}
+            emu.faults.fail_codes = (410,)
+            emu.faults.fail_rate = 1.0
+            emu.faults.watch_drop_seconds = 0.2
+            before = {ns: listings(ns) for ns in (NS, other)}
+            await eventually(lambda: all(listings(ns) >= before[ns] + 2 for ns in (NS, other)))
+            emu.store.delete("resourceclaims.resource.k8s.io", other, "web-0-nic")
+            deleted = listings(other)
+            await eventually(lambda: listings(other) > deleted)
+            emu.faults.fail_rate = 0.0
+            emu.faults.watch_drop_seconds = 0.0
+            await eventually(lambda: addresses(emu, "fast", namespace=other) == set())
+            await settle(op)
+            assert (other, "web-0-nic") not in op.indexes.claims.claims
+            # The other namespace's listings keep its claims.
+            assert (NS, "web-0-nic") in op.indexes.claims.claims
+            assert addresses(emu, "fast") == {"192.168.50.1"}

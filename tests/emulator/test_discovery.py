@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from endpointslice_operator.testing import protobuf
+from endpointslice_operator.testing import Emulator, protobuf
 from tests.emulator.conftest import Client
 
 
@@ -64,6 +64,27 @@ async def test_unknown_paths_are_not_found(client: Client) -> None:
                  "/nonsense"]:  # fmt: skip
         status, body = await client.get(path)
         assert (status, body) == (404, "404 page not found\n"), path
+
+
+async def test_a_group_not_served_yet_is_unknown_until_it_is(emu: Emulator, client: Client) -> None:
+    # A cluster before the upgrade that brings resource.k8s.io (or before a CRD-based API is
+    # installed): kube-apiserver leaves the group out of discovery and its mux answers its URLs
+    # in plain text; served later, it answers as any group.
+    emu.store.registry.unserved.add("resource.k8s.io")
+    status, body = await client.get("/apis")
+    assert "resource.k8s.io" not in {g["name"] for g in body["groups"]}
+    status, body = await client.get("/")
+    assert not [p for p in body["paths"] if p.startswith("/apis/resource.k8s.io")]
+    for path in ["/apis/resource.k8s.io", "/apis/resource.k8s.io/v1",
+                 "/apis/resource.k8s.io/v1/resourceclaims",
+                 "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"]:  # fmt: skip
+        status, body = await client.get(path)
+        assert (status, body) == (404, "404 page not found\n"), path
+    emu.store.registry.unserved.discard("resource.k8s.io")
+    status, body = await client.get("/apis/resource.k8s.io")
+    assert status == 200 and body["preferredVersion"]["version"] == "v1"
+    status, body = await client.get("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims")
+    assert status == 200 and body["kind"] == "ResourceClaimList"
 
 
 async def test_health_endpoints(client: Client) -> None:
