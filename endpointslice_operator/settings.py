@@ -154,6 +154,7 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     topology_hints: bool = True
     prefer_same_traffic_distribution: bool = True
+    write_endpoints: bool = False
 
     # -- validation --------------------------------------------------------------------------
 
@@ -276,6 +277,11 @@ class Settings(BaseSettings):
     def selector_annotation(self) -> str:
         """The pod-selector annotation for selectorless Services, ``<prefix>/selector``."""
         return f"{self.annotation_prefix}/selector"
+
+    @property
+    def endpoints_annotation(self) -> str:
+        """The per-Service opt-in to a ``core/v1`` Endpoints object, ``<prefix>/endpoints``."""
+        return f"{self.annotation_prefix}/endpoints"
 
     def resolved_lease_namespace(
         self,
@@ -476,6 +482,15 @@ SETTINGS_TABLE: tuple[SettingSpec, ...] = (
         "true",
         "Honour the `PreferSameZone` and `PreferSameNode` values of `spec.trafficDistribution` "
         "(upstream's PreferSameTrafficDistribution feature gate).",
+        kind="bool",
+    ),
+    SettingSpec(
+        "write_endpoints",
+        "--write-endpoints",
+        "false",
+        "Also write the `core/v1` Endpoints object of every managed Service (as "
+        "kube-controller-manager's Endpoints controller would); off: only of Services annotated "
+        '`<prefix>/endpoints: "true"`.',
         kind="bool",
     ),
 )

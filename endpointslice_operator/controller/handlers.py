@@ -34,6 +34,7 @@ from typing import Any
 
 import kopf
 
+from endpointslice_operator.controller.endpoints_index import endpoints_key
 from endpointslice_operator.controller.indexes import (
     LABEL_SERVICE_NAME,
     Indexes,
@@ -200,6 +201,8 @@ class EventRouter:
             return self.indexes.pods.names()
         if kind == "nodes":
             return self.indexes.nodes.names()
+        if kind == "endpoints":
+            return self.indexes.endpoints.names()
         return self.indexes.slices.names()
 
     def _entry(self, kind: str, namespace: str, name: str) -> object:
@@ -209,6 +212,8 @@ class EventRouter:
             return self.indexes.pods.get(namespace, name)
         if kind == "nodes":
             return self.indexes.nodes.get(name)
+        if kind == "endpoints":
+            return self.indexes.endpoints.get(namespace, name)
         return self.indexes.slices.ref(namespace, name)
 
     def forget(self, kind: str, namespace: str, name: str, entry: object) -> None:
@@ -223,6 +228,8 @@ class EventRouter:
             self.on_pod("DELETED", {"metadata": metadata})
         elif kind == "nodes":
             self.on_node("DELETED", {"metadata": {"name": name}})
+        elif kind == "endpoints":
+            self.on_endpoints("DELETED", {"metadata": metadata})
         else:
             last = self.indexes.slices.last_seen(namespace, name)
             if last is not None:
@@ -246,6 +253,7 @@ class EventRouter:
             if (entry := self.indexes.services.get(key)) is not None and entry.decision.opted_in
         }
         keys.update(self.indexes.slices.services_with_ours())
+        keys.update(service_key(ns, name) for ns, name in self.indexes.endpoints.ours())
         return sorted(keys)
 
     # -- services --------------------------------------------------------------------------
@@ -448,6 +456,32 @@ class EventRouter:
         entry = self.indexes.services.get(key)
         if entry is not None and entry.decision.managed:
             self._add(key)
+
+    # -- endpoints (core/v1) ---------------------------------------------------------------
+
+    def on_endpoints(self, event_type: str | None, endpoints: Mapping[str, Any]) -> None:
+        """Keep the Endpoints index; queue the Service when its Endpoints object of ours was
+        deleted or changed hands, or when someone else's appeared or went away (an Endpoints
+        object is named after its Service). Updates of ours are our own writes coming back,
+        or, from someone else, are overwritten on the next sync (as upstream does)."""
+        namespace, name = endpoints_key(endpoints)
+        if not name:
+            log.warning("ignoring an Endpoints event without a name")
+            return
+        self._note("endpoints", event_type, namespace, name)
+        index = self.indexes.endpoints
+        if event_type == "DELETED":
+            previous = index.remove(endpoints)
+            now_ours = False
+        else:
+            previous = index.put(endpoints)
+            now_ours = index.is_ours(endpoints)
+        was_ours = index.is_ours(previous)
+        if event_type == "DELETED" or was_ours != now_ours or (previous is None and not now_ours):
+            key = service_key(namespace, name)
+            entry = self.indexes.services.get(key)
+            if was_ours or (entry is not None and entry.decision.managed):
+                self._add(key)
 
     # -- nodes -----------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from endpointslice_operator.controller.endpoints_index import EndpointsIndex
 from endpointslice_operator.controller.optin import (
     UPSTREAM_CONTROLLER_NAME,
     Decision,
@@ -253,9 +254,18 @@ class _SelectorIndex:
 
 
 class ServiceIndex:
-    def __init__(self, *, enabled_annotation: str, selector_annotation: str, managed_by: str):
+    def __init__(
+        self,
+        *,
+        enabled_annotation: str,
+        selector_annotation: str,
+        managed_by: str,
+        extra_annotations: Iterable[str] = (),
+    ):
         self.enabled_annotation = enabled_annotation
         self.selector_annotation = selector_annotation
+        self.extra_annotations = tuple(extra_annotations)
+        """Further annotations of ours kept in the slim bodies (read by the syncs)."""
         self.managed_by = managed_by
         self._entries: dict[str, ServiceEntry] = {}
         self._selectors: dict[str, _SelectorIndex] = defaultdict(_SelectorIndex)
@@ -271,7 +281,9 @@ class ServiceIndex:
 
     def upsert(self, service: Mapping[str, Any]) -> tuple[ServiceEntry | None, ServiceEntry]:
         """Store a Service; returns (previous entry, new entry)."""
-        body = slim_service(service, (self.enabled_annotation, self.selector_annotation))
+        body = slim_service(
+            service, (self.enabled_annotation, self.selector_annotation, *self.extra_annotations)
+        )
         decision = evaluate(
             body,
             enabled_annotation=self.enabled_annotation,
@@ -592,17 +604,26 @@ class SliceIndex:
 
 
 class Indexes:
-    """The four indexes of one operator."""
+    """The indexes of one operator."""
 
-    def __init__(self, *, enabled_annotation: str, selector_annotation: str, managed_by: str):
+    def __init__(
+        self,
+        *,
+        enabled_annotation: str,
+        selector_annotation: str,
+        managed_by: str,
+        extra_annotations: Iterable[str] = (),
+    ):
         self.services = ServiceIndex(
             enabled_annotation=enabled_annotation,
             selector_annotation=selector_annotation,
             managed_by=managed_by,
+            extra_annotations=extra_annotations,
         )
         self.pods = PodIndex()
         self.nodes = NodeIndex()
         self.slices = SliceIndex(managed_by)
+        self.endpoints = EndpointsIndex(managed_by)
 
     def counts(self) -> dict[str, int]:
         return {
@@ -610,4 +631,5 @@ class Indexes:
             "pods": len(self.pods),
             "nodes": len(self.nodes),
             "endpointslices": len(self.slices),
+            "endpoints": len(self.endpoints),
         }

@@ -35,6 +35,8 @@ from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api, Disco
 from endpointslice_operator.controller import heap
 from endpointslice_operator.controller.api_client import OperatorApiClient, resolve_env_proxy
 from endpointslice_operator.controller.budget import WriteBudget
+from endpointslice_operator.controller.endpoints_sync import EndpointsSyncer
+from endpointslice_operator.controller.endpoints_writer import EndpointsWriter
 from endpointslice_operator.controller.events import EventRecorder
 from endpointslice_operator.controller.handlers import EventRouter, register_handlers
 from endpointslice_operator.controller.health import HealthServer
@@ -148,6 +150,7 @@ class Operator:
             enabled_annotation=self.settings.enabled_annotation,
             selector_annotation=self.settings.selector_annotation,
             managed_by=self.settings.managed_by,
+            extra_annotations=(self.settings.endpoints_annotation,),
         )
         self.topology = TopologyCache() if self.settings.topology_hints else None
 
@@ -215,6 +218,16 @@ class Operator:
             topology=self.topology,
             budget=budget,
             plan_after_budget=fresh,
+            endpoints=EndpointsSyncer(
+                indexes=self.indexes,
+                index=self.indexes.endpoints,
+                writer=EndpointsWriter(api_client),
+                recorder=recorder,
+                managed_by=self.settings.managed_by,
+                annotation=self.settings.endpoints_annotation,
+                write_all=self.settings.write_endpoints,
+                budget=budget,
+            ),
         )
         router = EventRouter(
             indexes=self.indexes,
@@ -259,6 +272,7 @@ class Operator:
             "pods": router.on_pod,
             "services": router.on_service,
             "endpointslices": router.on_slice,
+            "endpoints": router.on_endpoints,
         }
         watch_tasks = [
             asyncio.create_task(
@@ -333,7 +347,7 @@ class Operator:
 
     async def _watch_readiness(self, api_client: ApiClient, router: EventRouter) -> None:
         loop = asyncio.get_running_loop()
-        pending = {"services", "pods", "nodes", "endpointslices"}
+        pending = {"services", "pods", "nodes", "endpointslices", "endpoints"}
         expected: dict[str, int] = {}
         counted_at = -float("inf")
         while pending:
@@ -407,6 +421,8 @@ class Operator:
             call = core.read_namespaced_pod(name, namespace, _preload_content=False)
         elif kind == "services":
             call = core.read_namespaced_service(name, namespace, _preload_content=False)
+        elif kind == "endpoints":
+            call = core.read_namespaced_endpoints(name, namespace, _preload_content=False)
         else:
             call = discovery.read_namespaced_endpoint_slice(name, namespace, _preload_content=False)
         try:
@@ -429,6 +445,7 @@ class Operator:
                 "services": core.list_namespaced_service,
                 "pods": core.list_namespaced_pod,
                 "endpointslices": discovery.list_namespaced_endpoint_slice,
+                "endpoints": core.list_namespaced_endpoints,
             }[kind]
             calls = [namespaced(ns, limit=1, _preload_content=False) for ns in namespaces]
         else:
@@ -436,6 +453,7 @@ class Operator:
                 "services": core.list_service_for_all_namespaces,
                 "pods": core.list_pod_for_all_namespaces,
                 "endpointslices": discovery.list_endpoint_slice_for_all_namespaces,
+                "endpoints": core.list_endpoints_for_all_namespaces,
             }[kind]
             calls = [everywhere(limit=1, _preload_content=False)]
         total = 0

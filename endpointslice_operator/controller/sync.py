@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from endpointslice_operator.controller.budget import WriteBudget
+from endpointslice_operator.controller.endpoints_sync import EndpointsSyncer
 from endpointslice_operator.controller.events import WARNING, EventRecorder
 from endpointslice_operator.controller.indexes import Indexes, ServiceEntry, split_key
 from endpointslice_operator.controller.optin import Status
@@ -94,8 +95,11 @@ class ServiceSyncer:
         topology: TopologyCache | None,
         budget: WriteBudget | None = None,
         plan_after_budget: bool = True,
+        endpoints: EndpointsSyncer | None = None,
     ) -> None:
         self.indexes = indexes
+        self.endpoints = endpoints
+        """Writes the core/v1 Endpoints of the Services that want them (None: never)."""
         self.writer = writer
         self.recorder = recorder
         self.metrics = metrics
@@ -121,6 +125,8 @@ class ServiceSyncer:
         self.tracker = EndpointSliceTracker()
         self.trigger_times = TriggerTimeTracker()
         self._reported.clear()
+        if self.endpoints is not None:
+            self.endpoints.start_term()
 
     async def sync(self, key: str) -> None:
         """Sync one Service; raises to have the queue retry it."""
@@ -142,6 +148,8 @@ class ServiceSyncer:
         entry = self.indexes.services.get(key)
         if entry is None:
             self._forget(key)
+            if self.endpoints is not None:
+                await self.endpoints.service_gone(key)
             return
         status = entry.decision.status
         if status is Status.INVALID_SELECTOR:
@@ -154,6 +162,8 @@ class ServiceSyncer:
             return
         if status is not Status.MANAGED:
             await self._clean_up(entry)
+            if self.endpoints is not None:
+                await self.endpoints.sync(entry)  # deletes the Endpoints of ours, if any
             return
         await self._check_conflict(entry)
         await self._warn_once(
@@ -164,6 +174,8 @@ class ServiceSyncer:
             f"{self.indexes.services.selector_annotation} is ignored; remove one of them.",
         )
         await self._reconcile(entry)
+        if self.endpoints is not None:
+            await self.endpoints.sync(entry)
 
     def _forget(self, key: str) -> None:
         """The Service is gone: drop its in-memory state (the garbage collector removes its

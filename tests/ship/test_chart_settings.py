@@ -78,6 +78,7 @@ def test_non_default_values_reach_the_operator(tmp_path: Path) -> None:
         "log_level": "debug",
         "topology_hints": False,
         "prefer_same_traffic_distribution": False,
+        "write_endpoints": True,
     }
     assert set(given) == set(HELM_VALUES)
     values: dict[str, Any] = {}

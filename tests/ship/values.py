@@ -37,6 +37,8 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         "grafanaDashboard": {"enabled": True, "namespace": "monitoring"},
     },
     "single-no-leader-election": {"leaderElection": {"enabled": False}},
+    "write-endpoints": {"writeEndpoints": True},
+    "endpoints-annotation-writes": {"endpoints": {"write": True}, "namespaces": ["team-a"]},
     "cleanup-hook": {"cleanupOnUninstall": {"enabled": True}},
     "cleanup-hook-namespaced": {
         "cleanupOnUninstall": {"enabled": True},
@@ -131,6 +133,7 @@ HELM_VALUES: dict[str, str] = {
     "log_level": "logLevel",
     "topology_hints": "topologyHints",
     "prefer_same_traffic_distribution": "preferSameTrafficDistribution",
+    "write_endpoints": "writeEndpoints",
 }
 
 
