@@ -155,6 +155,7 @@ class Settings(BaseSettings):
     topology_hints: bool = True
     prefer_same_traffic_distribution: bool = True
     write_endpoints: bool = False
+    max_endpoints_per_subset: int = 1000
 
     # -- validation --------------------------------------------------------------------------
 
@@ -185,7 +186,7 @@ class Settings(BaseSettings):
     def _lease_namespace_is_label(cls, value: str | None) -> str | None:
         return None if value is None else _check_dns_label(value, "the namespace")
 
-    @field_validator("max_endpoints_per_slice", mode="after")
+    @field_validator("max_endpoints_per_slice", "max_endpoints_per_subset", mode="after")
     @classmethod
     def _max_endpoints_range(cls, value: int) -> int:
         return int(_between(1, 1000)(value))
@@ -277,6 +278,11 @@ class Settings(BaseSettings):
     def selector_annotation(self) -> str:
         """The pod-selector annotation for selectorless Services, ``<prefix>/selector``."""
         return f"{self.annotation_prefix}/selector"
+
+    @property
+    def source_annotation(self) -> str:
+        """A Service's address source, ``<prefix>/source``: ``pods`` or ``endpoints``."""
+        return f"{self.annotation_prefix}/source"
 
     @property
     def endpoints_annotation(self) -> str:
@@ -492,6 +498,14 @@ SETTINGS_TABLE: tuple[SettingSpec, ...] = (
         "kube-controller-manager's Endpoints controller would); off: only of Services annotated "
         '`<prefix>/endpoints: "true"`.',
         kind="bool",
+    ),
+    SettingSpec(
+        "max_endpoints_per_subset",
+        "--max-endpoints-per-subset",
+        "1000",
+        "Mirroring (`<prefix>/source: endpoints`): addresses mirrored per Endpoints subset, "
+        "ready ones first (1 to 1000; kube-controller-manager's "
+        "`--mirroring-max-endpoints-per-subset`).",
     ),
 )
 

@@ -49,6 +49,7 @@ from endpointslice_operator.controller.indexes import (
 from endpointslice_operator.controller.optin import UPSTREAM_CONTROLLER_NAME
 from endpointslice_operator.controller.queue import ServiceQueue
 from endpointslice_operator.controller.reset import Watermark
+from endpointslice_operator.reconciler.mirroring import MIRRORING_CONTROLLER_NAME
 from endpointslice_operator.reconciler.records import PodRecord, pod_record
 from endpointslice_operator.reconciler.topology import TopologyCache
 from endpointslice_operator.reconciler.tracker import EndpointSliceTracker
@@ -115,6 +116,11 @@ def _now() -> float:
     return asyncio.get_running_loop().time()
 
 
+_FOREIGN_WATCHED = frozenset({UPSTREAM_CONTROLLER_NAME, MIRRORING_CONTROLLER_NAME})
+"""kube-controller-manager's slice controllers: their slices coming or going re-checks a
+Service we manage (for the ConflictingController warning)."""
+
+
 class EventRouter:
     """Applies watch events to the indexes and queues the affected Services.
 
@@ -153,6 +159,9 @@ class EventRouter:
         """Set once the initial listing is in: later listing events (type None) mean Kopf is
         re-listing after a 410, and objects deleted meanwhile will never get a DELETED event."""
         self.on_relist: Callable[[str], None] | None = None
+        self.mirrors: Callable[[str], bool] | None = None
+        """Whether a Service key mirrors its Endpoints object (every change of that object
+        then queues the Service); None: no mirroring."""
         self._relists: dict[str, _Relist] = {}
         """Refresh topology on node events; off during the initial listing (the operator
         refreshes once when it is in), which would otherwise cost O(nodes^2)."""
@@ -386,7 +395,7 @@ class EventRouter:
                 and not self.tracker.handle_deletion(endpoint_slice)
             ):
                 self._requeue_for_slice(ref.service, name)
-            elif ref.managed_by == UPSTREAM_CONTROLLER_NAME and previous is not None:
+            elif ref.managed_by in _FOREIGN_WATCHED and previous is not None:
                 self._requeue_managed(ref.service)
             if ref.managed_by == managed_by:
                 self._release_tracking(ref.service)
@@ -395,7 +404,7 @@ class EventRouter:
         if previous is None:
             if ref.managed_by == managed_by and self.tracker.should_sync(endpoint_slice):
                 self._requeue_for_slice(ref.service, name)
-            elif ref.managed_by == UPSTREAM_CONTROLLER_NAME:
+            elif ref.managed_by in _FOREIGN_WATCHED:
                 self._requeue_managed(ref.service)
             return
         if previous.managed_by == managed_by and (
@@ -413,9 +422,7 @@ class EventRouter:
             ref.managed_by == managed_by and self.tracker.should_sync(endpoint_slice)
         ):
             self._requeue_for_slice(ref.service, name)
-        if (previous.managed_by == UPSTREAM_CONTROLLER_NAME) != (
-            ref.managed_by == UPSTREAM_CONTROLLER_NAME
-        ):
+        if (previous.managed_by in _FOREIGN_WATCHED) != (ref.managed_by in _FOREIGN_WATCHED):
             self._requeue_managed(ref.service)
 
     def _forget_tracked(self, namespace: str, service: str | None, uid: str) -> None:
@@ -450,11 +457,12 @@ class EventRouter:
         self._add_after(key, max(ENDPOINT_SLICE_MIN_SYNC_DELAY, self.batch_period))
 
     def _requeue_managed(self, key: str | None) -> None:
-        """A foreign controller's slice came or went: re-check a Service we manage at once."""
+        """A foreign controller's slice came or went: re-check a Service we manage (or that
+        mirrors its Endpoints) at once."""
         if key is None:
             return
         entry = self.indexes.services.get(key)
-        if entry is not None and entry.decision.managed:
+        if entry is not None and entry.decision.opted_in:
             self._add(key)
 
     # -- endpoints (core/v1) ---------------------------------------------------------------
@@ -477,8 +485,10 @@ class EventRouter:
             previous = index.put(endpoints)
             now_ours = index.is_ours(endpoints)
         was_ours = index.is_ours(previous)
-        if event_type == "DELETED" or was_ours != now_ours or (previous is None and not now_ours):
-            key = service_key(namespace, name)
+        key = service_key(namespace, name)
+        if self.mirrors is not None and self.mirrors(key):
+            self._add(key)
+        elif event_type == "DELETED" or was_ours != now_ours or (previous is None and not now_ours):
             entry = self.indexes.services.get(key)
             if was_ours or (entry is not None and entry.decision.managed):
                 self._add(key)

@@ -33,6 +33,7 @@ from endpointslice_operator.controller.optin import (
 )
 from endpointslice_operator.controller.selectors import Operator, Selector
 from endpointslice_operator.reconciler.compact import compact_slice
+from endpointslice_operator.reconciler.mirroring import MIRRORING_CONTROLLER_NAME
 from endpointslice_operator.reconciler.records import PodRecord
 from endpointslice_operator.reconciler.slices import SHARED_PARSE_CACHE
 
@@ -528,6 +529,8 @@ class SliceIndex:
         self._refs: dict[tuple[str, str], SliceRef] = {}
         self._ours: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
         self._upstream: dict[str, set[str]] = defaultdict(set)
+        self._mirrored: dict[str, set[str]] = defaultdict(set)
+        """Slices of kube-controller-manager's mirroring controller, per Service key."""
 
     def __len__(self) -> int:
         return len(self._refs)
@@ -542,6 +545,8 @@ class SliceIndex:
                 self._ours[ref.service][name] = compact_slice(dict(endpoint_slice))
             elif ref.managed_by == UPSTREAM_CONTROLLER_NAME:
                 self._upstream[ref.service].add(name)
+            elif ref.managed_by == MIRRORING_CONTROLLER_NAME:
+                self._mirrored[ref.service].add(name)
         return previous
 
     def remove(self, endpoint_slice: Mapping[str, Any]) -> SliceRef | None:
@@ -563,6 +568,11 @@ class SliceIndex:
                 upstream.discard(name)
                 if not upstream:
                     del self._upstream[previous.service]
+            mirrored = self._mirrored.get(previous.service)
+            if mirrored is not None:
+                mirrored.discard(name)
+                if not mirrored:
+                    del self._mirrored[previous.service]
         return previous
 
     def names(self) -> list[tuple[str, str]]:
@@ -594,6 +604,10 @@ class SliceIndex:
 
     def has_ours(self, key: str) -> bool:
         return bool(self._ours.get(key))
+
+    def has_upstream_mirrored(self, key: str) -> bool:
+        """Whether kube-controller-manager's mirroring controller has slices for it."""
+        return bool(self._mirrored.get(key))
 
     def has_upstream(self, key: str) -> bool:
         """Whether kube-controller-manager's EndpointSlice controller has slices for it."""

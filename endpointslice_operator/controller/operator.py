@@ -50,6 +50,7 @@ from endpointslice_operator.controller.kopf_wiring import (
 )
 from endpointslice_operator.controller.leader import LeaderElector
 from endpointslice_operator.controller.list_watch import KINDS, ListWatcher
+from endpointslice_operator.controller.mirroring import MirroringSyncer
 from endpointslice_operator.controller.queue import ServiceQueue
 from endpointslice_operator.controller.reset import RESET_PROBE_INTERVAL, Watermark
 from endpointslice_operator.controller.summary import run_summaries
@@ -150,7 +151,10 @@ class Operator:
             enabled_annotation=self.settings.enabled_annotation,
             selector_annotation=self.settings.selector_annotation,
             managed_by=self.settings.managed_by,
-            extra_annotations=(self.settings.endpoints_annotation,),
+            extra_annotations=(
+                self.settings.endpoints_annotation,
+                self.settings.source_annotation,
+            ),
         )
         self.topology = TopologyCache() if self.settings.topology_hints else None
 
@@ -229,6 +233,21 @@ class Operator:
                 budget=budget,
             ),
         )
+        mirroring = MirroringSyncer(
+            indexes=self.indexes,
+            api_client=api_client,
+            writer=SliceWriter(api_client),
+            recorder=recorder,
+            config=self.config,
+            source_annotation=self.settings.source_annotation,
+            max_endpoints_per_subset=self.settings.max_endpoints_per_subset,
+            metrics=self.metrics.mirroring,
+            budget=budget,
+        )
+        syncer.mirroring = mirroring
+        self.indexes.endpoints.keep = lambda namespace, name: mirroring.mirrors(
+            f"{namespace}/{name}"
+        )
         router = EventRouter(
             indexes=self.indexes,
             tracker=syncer.tracker,
@@ -238,6 +257,7 @@ class Operator:
             pressed=budget.pressed,
             backlog=budget.time_to_write,
         )
+        router.mirrors = mirroring.mirrors
         self.syncer, self.router = syncer, router
         await self._run_tasks(configuration, api_client, router, syncer)
 

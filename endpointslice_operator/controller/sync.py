@@ -34,6 +34,7 @@ from endpointslice_operator.controller.budget import WriteBudget
 from endpointslice_operator.controller.endpoints_sync import EndpointsSyncer
 from endpointslice_operator.controller.events import WARNING, EventRecorder
 from endpointslice_operator.controller.indexes import Indexes, ServiceEntry, split_key
+from endpointslice_operator.controller.mirroring import MirroringSyncer
 from endpointslice_operator.controller.optin import Status
 from endpointslice_operator.controller.writer import ApiError, SliceWriter
 from endpointslice_operator.metrics import OperatorMetrics, SyncResult
@@ -96,8 +97,11 @@ class ServiceSyncer:
         budget: WriteBudget | None = None,
         plan_after_budget: bool = True,
         endpoints: EndpointsSyncer | None = None,
+        mirroring: MirroringSyncer | None = None,
     ) -> None:
         self.indexes = indexes
+        self.mirroring = mirroring
+        """Syncs the Services whose slices mirror their Endpoints object (None: never)."""
         self.endpoints = endpoints
         """Writes the core/v1 Endpoints of the Services that want them (None: never)."""
         self.writer = writer
@@ -127,6 +131,8 @@ class ServiceSyncer:
         self._reported.clear()
         if self.endpoints is not None:
             self.endpoints.start_term()
+        if self.mirroring is not None:
+            self.mirroring.start_term()
 
     async def sync(self, key: str) -> None:
         """Sync one Service; raises to have the queue retry it."""
@@ -148,8 +154,15 @@ class ServiceSyncer:
         entry = self.indexes.services.get(key)
         if entry is None:
             self._forget(key)
+            if self.mirroring is not None:
+                await self.mirroring.service_gone(key, self.tracker)
             if self.endpoints is not None:
                 await self.endpoints.service_gone(key)
+            return
+        if self.mirroring is not None and self.mirroring.applies(entry):
+            await self.mirroring.sync(entry, self.tracker)
+            if self.endpoints is not None:
+                await self.endpoints.sync(entry)  # deletes an Endpoints object of ours, if any
             return
         status = entry.decision.status
         if status is Status.INVALID_SELECTOR:

@@ -25,12 +25,12 @@ from typing import Any
 from .config import ReconcilerConfig
 from .core_endpoints import LABEL_SKIP_MIRROR, repack_subsets
 from .desired import IPV4, IPV6, DesiredEndpoints, EndpointGroup
-from .endpoints import Endpoint, EndpointKey, EndpointState, new_endpoint
+from .endpoints import Endpoint, EndpointKey, EndpointState, existing_entry, new_endpoint
 from .ipaddr import canonical_ip
 from .labels import LABEL_MANAGED_BY, LABEL_SERVICE_NAME, LAST_CHANGE_TRIGGER_TIME, LabelsFunc
 from .plan import Plan, PlanEvent
 from .planner import Reconciler
-from .ports import EndpointPort, PortKey, port_key
+from .ports import EndpointPort, PortKey, port_key, ports_from_dicts
 
 __all__ = [
     "ANNOTATION_LAST_APPLIED",
@@ -72,6 +72,11 @@ class MirroredEndpoints:
     skipped: int = 0
     invalid: int = 0
     events: list[PlanEvent] = field(default_factory=list)
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    """Upstream's ``totalChanges`` over the existing slices (set by :func:`plan_mirroring`):
+    the ``endpoints_{added,updated,removed}_per_sync`` observations."""
 
 
 def _text(value: Any) -> str:
@@ -277,26 +282,59 @@ def plan_mirroring(
     config: ReconcilerConfig,
     *,
     max_endpoints_per_subset: int = DEFAULT_MAX_ENDPOINTS_PER_SUBSET,
+    adopt: bool = True,
 ) -> tuple[Plan, MirroredEndpoints]:
     """Plan the mirrored slices of one Endpoints object.
 
     ``existing_slices`` are the slices labelled with the Endpoints' name and managed by
     ``config.controller_name``. The planner runs without placeholder and without topology
     hints, as upstream's mirroring does; the plan's ``events`` include the mirroring Warnings
-    (to be recorded on the Endpoints object, as upstream does).
+    (to be recorded on the Endpoints object, as upstream does). With ``adopt`` (upstream's
+    behaviour) every given slice is taken as the Endpoints' own; without it, slices not owned by
+    the Endpoints object (a controller reference to its uid) are replaced.
     """
     mirrored = desired_from_endpoints(endpoints, max_endpoints_per_subset=max_endpoints_per_subset)
     # Upstream's mirroring writes no placeholder, computes no hints, and takes every slice with
     # its service-name and managed-by labels as its own (no ownerReference check).
     mirror_config = config.model_copy(
-        update={"placeholder": False, "topology_hints": False, "ownership_enforced": False}
+        update={"placeholder": False, "topology_hints": False, "ownership_enforced": not adopt}
     )
+    existing = list(existing_slices)
     plan = Reconciler(mirror_config).plan(
         mirroring_owner(endpoints),
         mirrored.desired,
-        existing_slices,
+        existing,
         labels=mirroring_labels(endpoints),
         annotations=mirrored_annotations(endpoints),
     )
     plan.events[:0] = mirrored.events
+    mirrored.added, mirrored.updated, mirrored.removed = _totals(mirrored.desired, existing)
     return plan, mirrored
+
+
+def _totals(
+    desired: DesiredEndpoints, existing: Iterable[Mapping[str, Any]]
+) -> tuple[int, int, int]:
+    """(added, updated, removed): desired endpoints missing from the existing slices, found
+    with another state, and existing endpoints no longer desired."""
+    matched: set[tuple[str, PortKey, EndpointKey]] = set()
+    updated = removed = 0
+    for raw in existing:
+        address_type = raw.get("addressType")
+        group = desired.groups.get(address_type, {}) if isinstance(address_type, str) else {}
+        ports = ports_from_dicts(raw.get("ports"))
+        wanted = group.get(ports)
+        endpoints = raw.get("endpoints")
+        for entry in endpoints if isinstance(endpoints, list) else ():
+            if not isinstance(entry, Mapping):
+                continue
+            key, state = existing_entry(entry)
+            found = wanted.endpoints.get(key) if wanted is not None else None
+            if found is None:
+                removed += 1
+                continue
+            matched.add((str(address_type), ports, key))
+            if found.state != state:
+                updated += 1
+    total = sum(desired.endpoint_count(t) for t in desired.address_types)
+    return total - len(matched), updated, removed

@@ -134,6 +134,7 @@ HELM_VALUES: dict[str, str] = {
     "topology_hints": "topologyHints",
     "prefer_same_traffic_distribution": "preferSameTrafficDistribution",
     "write_endpoints": "writeEndpoints",
+    "max_endpoints_per_subset": "maxEndpointsPerSubset",
 }
 
 
