@@ -2,7 +2,9 @@
 
 Reads Services, Pods, Nodes and EndpointSlices from YAML or JSON manifests (multi-document
 files, ``kind: List`` and typed lists such as ``PodList`` included), plans every Service (or
-the ones named with ``--service``) exactly as the operator's sync does, and prints the result:
+the ones named with ``--service``) exactly as the operator's sync does, and prints the result
+(with the core/v1 Endpoints objects it would write, shown as ``endpoints <namespace>/<name>``,
+and slices mirrored from Endpoints manifests for ``<prefix>/source: endpoints``):
 
 * ``-o yaml`` (default): one document per write, each preceded by a comment line
   ``# create|update|delete <namespace>/<name or generateName>``;
@@ -35,13 +37,23 @@ from endpointslice_operator.controller.optin import (
     ENDPOINT_CONTROLLER_NAME_LABEL as _CONTROLLER_NAME_LABEL,
 )
 from endpointslice_operator.controller.optin import Status, evaluate, is_opted_in
-from endpointslice_operator.reconciler import Plan, ReconcilerConfig, plan_service
+from endpointslice_operator.reconciler import (
+    LABEL_SKIP_MIRROR,
+    Plan,
+    ReconcilerConfig,
+    plan_endpoints,
+    plan_mirroring,
+    plan_service,
+)
 from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY, LABEL_SERVICE_NAME
 from endpointslice_operator.reconciler.records import pod_record
 from endpointslice_operator.reconciler.trigger_time import TriggerTimeTracker, parse_time
 
 __all__ = ["InputError", "Manifests", "load_manifests", "main"]
 
+SOURCE_PODS = "pods"
+SOURCE_ENDPOINTS = "endpoints"
+"""Values of ``<prefix>/source`` (as ``controller.mirroring``, which needs the API client)."""
 DEFAULT_CONTROLLER_NAME = "endpointslice-operator.io"
 DEFAULT_ANNOTATION_PREFIX = "endpointslice-operator.io"
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
@@ -82,6 +94,8 @@ class Manifests:
     pods: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
     slices: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    endpoints: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    """core/v1 Endpoints objects (mirroring sources, and the Endpoints the operator writes)."""
 
 
 def _expand(paths: Sequence[str], *, recursive: bool) -> Iterator[str]:
@@ -153,7 +167,7 @@ def _objects(where: str, document: object) -> Iterator[tuple[str, Mapping[str, A
     yield where, document
 
 
-_NAMESPACED = {"Service", "Pod", "EndpointSlice"}
+_NAMESPACED = {"Service", "Pod", "EndpointSlice", "Endpoints"}
 
 
 def _identity(where: str, obj: Mapping[str, Any], default_namespace: str) -> tuple[str, str]:
@@ -217,11 +231,11 @@ def load_manifests(
 def _add(manifests: Manifests, where: str, obj: Mapping[str, Any], default_ns: str) -> None:
     kind = obj["kind"]
     api_version = obj.get("apiVersion")
-    if kind in ("Service", "Pod", "Node") and api_version not in (None, "v1"):
+    if kind in ("Service", "Pod", "Node", "Endpoints") and api_version not in (None, "v1"):
         return
     if kind == "EndpointSlice" and api_version not in (None, "discovery.k8s.io/v1"):
         return
-    if kind not in ("Service", "Pod", "Node", "EndpointSlice"):
+    if kind not in ("Service", "Pod", "Node", "EndpointSlice", "Endpoints"):
         return
     namespace, name = _identity(where, obj, default_ns)
     if kind == "Node":
@@ -232,6 +246,8 @@ def _add(manifests: Manifests, where: str, obj: Mapping[str, Any], default_ns: s
         manifests.services[(namespace, name)] = namespaced
     elif kind == "Pod":
         manifests.pods[(namespace, name)] = namespaced
+    elif kind == "Endpoints":
+        manifests.endpoints[(namespace, name)] = namespaced
     else:
         manifests.slices[(namespace, name)] = namespaced
 
@@ -309,10 +325,16 @@ def plan_manifests(
     *,
     annotation_prefix: str,
     opted_in_only: bool,
+    write_endpoints: bool = False,
+    max_endpoints_per_subset: int = 1000,
 ) -> list[ServiceResult]:
-    """Plan each Service as the operator's first sync of it would."""
+    """Plan each Service as the operator's first sync of it would: its slices, from its pods or
+    (``<prefix>/source: endpoints``) mirrored from its Endpoints object, and its core/v1
+    Endpoints object when it asks for one (``<prefix>/endpoints`` or ``write_endpoints``)."""
     enabled_annotation = f"{annotation_prefix}/enabled"
     selector_annotation = f"{annotation_prefix}/selector"
+    source_annotation = f"{annotation_prefix}/source"
+    endpoints_annotation = f"{annotation_prefix}/endpoints"
     nodes = list(manifests.nodes.values())
     ours_by_service = _ours_by_service(manifests, config.controller_name)
     pod_index = _pod_index(manifests)
@@ -336,14 +358,35 @@ def plan_manifests(
         )
         if not opted_in and not opted_in_only:
             result.notes.append(_not_opted_in_note(service, enabled_annotation))
+        annotations = (candidate.get("metadata") or {}).get("annotations") or {}
+        source = annotations.get(source_annotation, SOURCE_PODS)
+        if decision.opted_in and source != SOURCE_PODS:
+            _plan_mirroring(
+                result,
+                candidate,
+                manifests,
+                existing,
+                config,
+                source=source,
+                selector_annotation=selector_annotation,
+                max_endpoints_per_subset=max_endpoints_per_subset,
+            )
+            continue
         if decision.status is Status.INVALID_SELECTOR:
             result.skipped = "invalid selector"
             result.notes.append(f"not publishing EndpointSlices: {decision.error}")
             continue
+        existing_endpoints = manifests.endpoints.get((namespace, name))
+        ours_endpoints = (
+            existing_endpoints is not None
+            and _labels(existing_endpoints).get(LABEL_MANAGED_BY) == config.controller_name
+        )
         if decision.status is not Status.MANAGED:
             # The operator deletes the slices it made for a Service that no longer qualifies.
             result.skipped = decision.status.value
             result.writes = [("delete", endpoint_slice) for endpoint_slice in existing]
+            if ours_endpoints and existing_endpoints is not None:
+                result.writes.append(("delete", existing_endpoints))
             continue
         selector = decision.selector
         assert selector is not None
@@ -370,23 +413,98 @@ def plan_manifests(
         result.notes.extend(
             f"event {event.type} {event.reason}: {event.message}" for event in plan.events
         )
+        wants_endpoints = write_endpoints or annotations.get(endpoints_annotation) == "true"
+        if existing_endpoints is not None and not ours_endpoints:
+            if wants_endpoints:
+                result.notes.append(
+                    f"event Warning ConflictingEndpoints: an Endpoints object {result.key} not "
+                    "written by the operator exists; not writing Endpoints"
+                )
+        elif wants_endpoints:
+            endpoints_plan = plan_endpoints(
+                service,
+                pods,
+                existing_endpoints,
+                trigger_time=trigger_time,
+                extra_labels={LABEL_SKIP_MIRROR: "true", LABEL_MANAGED_BY: config.controller_name},
+            )
+            if endpoints_plan.endpoints is not None and endpoints_plan.action != "none":
+                result.writes.append((endpoints_plan.action, endpoints_plan.endpoints))
+        elif existing_endpoints is not None:
+            result.writes.append(("delete", existing_endpoints))
     return results
+
+
+def _plan_mirroring(
+    result: ServiceResult,
+    service: Mapping[str, Any],
+    manifests: Manifests,
+    existing: list[dict[str, Any]],
+    config: ReconcilerConfig,
+    *,
+    source: str,
+    selector_annotation: str,
+    max_endpoints_per_subset: int,
+) -> None:
+    """``<prefix>/source: endpoints``: the slices mirrored from the Service's Endpoints."""
+    if source != SOURCE_ENDPOINTS:
+        result.skipped = "invalid source"
+        result.notes.append(f"event Warning InvalidSource: source {source!r}; no writes")
+        return
+    metadata = service.get("metadata") or {}
+    spec = service.get("spec") or {}
+    if spec.get("selector") or selector_annotation in (metadata.get("annotations") or {}):
+        result.skipped = "conflicting source"
+        result.notes.append(
+            "event Warning ConflictingSource: source endpoints needs a Service without "
+            f"spec.selector and without {selector_annotation}; no writes"
+        )
+        return
+    namespace, name = str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+    endpoints = manifests.endpoints.get((namespace, name))
+    if endpoints is None:
+        result.notes.append("no Endpoints object in the input: nothing to mirror")
+        endpoints = {"metadata": {"namespace": namespace, "name": name}}
+    plan, _ = plan_mirroring(
+        endpoints,
+        existing,
+        config,
+        max_endpoints_per_subset=max_endpoints_per_subset,
+        adopt=False,
+    )
+    result.plan = plan
+    result.writes = [
+        *(("create", s) for s in plan.creates),
+        *(("update", s) for s in plan.updates),
+        *(("delete", s) for s in plan.deletes),
+    ]
+    result.notes.append(f"mirrored from Endpoints {namespace}/{name}")
+    result.notes.extend(
+        f"event {event.type} {event.reason}: {event.message}" for event in plan.events
+    )
 
 
 # --- Output --------------------------------------------------------------------------------
 
 
+def _is_endpoints(obj: Mapping[str, Any]) -> bool:
+    return obj.get("kind") == "Endpoints"
+
+
 def _slice_ref(endpoint_slice: Mapping[str, Any]) -> str:
+    """``namespace/name`` of a slice; ``endpoints namespace/name`` for an Endpoints object."""
     metadata = endpoint_slice.get("metadata") or {}
     name = metadata.get("name") or metadata.get("generateName") or ""
-    return f"{metadata.get('namespace', '')}/{name}"
+    prefix = "endpoints " if _is_endpoints(endpoint_slice) else ""
+    return f"{prefix}{metadata.get('namespace', '')}/{name}"
 
 
 def _deletion(endpoint_slice: Mapping[str, Any]) -> dict[str, Any]:
     metadata = endpoint_slice.get("metadata") or {}
+    endpoints = _is_endpoints(endpoint_slice)
     return {
-        "apiVersion": "discovery.k8s.io/v1",
-        "kind": "EndpointSlice",
+        "apiVersion": "v1" if endpoints else "discovery.k8s.io/v1",
+        "kind": "Endpoints" if endpoints else "EndpointSlice",
         "metadata": {"name": metadata.get("name"), "namespace": metadata.get("namespace")},
     }
 
@@ -418,11 +536,12 @@ def render_diff(results: Sequence[ServiceResult], manifests: Manifests) -> str:
     for result in results:
         for operation, endpoint_slice in result.writes:
             metadata = endpoint_slice.get("metadata") or {}
-            ref = _slice_ref(endpoint_slice)
+            ref = _slice_ref(endpoint_slice).replace(" ", ":")
             before: Mapping[str, Any] | None = None
             if operation != "create":
                 key = (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
-                before = manifests.slices.get(key)
+                known = manifests.endpoints if _is_endpoints(endpoint_slice) else manifests.slices
+                before = known.get(key)
             after = None if operation == "delete" else endpoint_slice
             old = _dump(_without_server_fields(before), sort_keys=True) if before else ""
             new = _dump(_without_server_fields(after), sort_keys=True) if after else ""
@@ -444,9 +563,15 @@ def render_summary(results: Sequence[ServiceResult]) -> str:
     lines = []
     for result in results:
         counts = dict.fromkeys(("create", "update", "delete"), 0)
-        for operation, _ in result.writes:
-            counts[operation] += 1
+        endpoints_write = None
+        for operation, obj in result.writes:
+            if _is_endpoints(obj):
+                endpoints_write = operation
+            else:
+                counts[operation] += 1
         line = f"{result.key:<{width}}  " + " ".join(f"{op}={n}" for op, n in counts.items())
+        if endpoints_write is not None:
+            line += f" endpoints_object={endpoints_write}"
         if result.plan is not None:
             endpoints = sum(m.desired_endpoints for m in result.plan.metrics.values())
             slices = sum(m.actual_slices for m in result.plan.metrics.values())
@@ -532,6 +657,19 @@ def _parser() -> argparse.ArgumentParser:
         help="prefix of the opt-in and selector annotations (default: %(default)s)",
     )
     parser.add_argument(
+        "--write-endpoints",
+        action="store_true",
+        help="also plan the core/v1 Endpoints of every managed Service (as the operator's "
+        "--write-endpoints; without it, only of Services annotated <prefix>/endpoints)",
+    )
+    parser.add_argument(
+        "--max-endpoints-per-subset",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="mirroring: addresses mirrored per Endpoints subset (default: %(default)s)",
+    )
+    parser.add_argument(
         "--opted-in-only",
         action="store_true",
         help="treat Services without the opt-in as the operator does (no slices; ours deleted)",
@@ -589,6 +727,8 @@ def main(argv: list[str]) -> int:
             config,
             annotation_prefix=args.annotation_prefix,
             opted_in_only=args.opted_in_only,
+            write_endpoints=args.write_endpoints,
+            max_endpoints_per_subset=args.max_endpoints_per_subset,
         )
     except InputError as exc:
         sys.stderr.write(f"plan: {exc}\n")

@@ -26,6 +26,12 @@ def test_demo_runs_and_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
     assert "0 create (POST), 1 update (PUT), 0 delete" in steps[2]
     assert "120 pods" in steps[3]
     assert "zone-a" in out and "zone-b" in out and "zone-c" in out
+    # the core/v1 Endpoints follow each step; then a mirrored Endpoints object
+    assert "Endpoints demo/web (core/v1): 5 ready, 0 not ready" in steps[1]
+    assert "Endpoints demo/web (core/v1): 4 ready, 1 not ready" in steps[2]
+    assert "Endpoints demo/web (core/v1): 119 ready, 1 not ready" in steps[3]
+    assert "source: endpoints" in steps[4]
+    assert "192.0.2.12" in steps[4] and "1 create (POST)" in steps[4]
 
 
 def test_demo_takes_the_operators_flags(capsys: pytest.CaptureFixture[str]) -> None:
