@@ -77,6 +77,7 @@ class EndpointsSyncer:
         annotation: str,
         write_all: bool,
         budget: WriteBudget | None = None,
+        source_annotation: str | None = None,
     ) -> None:
         self.indexes = indexes
         self.index = index
@@ -85,6 +86,9 @@ class EndpointsSyncer:
         self.annotation = annotation
         self.write_all = write_all
         self.budget = budget
+        self.source_annotation = source_annotation
+        """``<prefix>/source``: a Service whose source is not ``pods`` gets no Endpoints of
+        ours (its Endpoints object is the mirroring's input)."""
         self.labels = {LABEL_SKIP_MIRROR: "true", LABEL_MANAGED_BY: managed_by}
         self.trigger_times = TriggerTimeTracker()
         self._conflicts: set[str] = set()
@@ -99,10 +103,15 @@ class EndpointsSyncer:
         """Whether this Service should have Endpoints of ours."""
         if not entry.decision.managed:
             return False
-        if self.write_all:
-            return True
         annotations = entry.body["metadata"].get("annotations")
-        return isinstance(annotations, Mapping) and annotations.get(self.annotation) == "true"
+        annotations = annotations if isinstance(annotations, Mapping) else {}
+        if (
+            self.source_annotation is not None
+            and annotations.get(self.source_annotation, "pods") != "pods"
+            and entry.decision.opted_in
+        ):
+            return False
+        return self.write_all or annotations.get(self.annotation) == "true"
 
     async def sync(self, entry: ServiceEntry) -> None:
         namespace, name = split_key(entry.key)

@@ -231,6 +231,7 @@ class Operator:
                 annotation=self.settings.endpoints_annotation,
                 write_all=self.settings.write_endpoints,
                 budget=budget,
+                source_annotation=self.settings.source_annotation,
             ),
         )
         mirroring = MirroringSyncer(

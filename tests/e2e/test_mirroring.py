@@ -153,3 +153,25 @@ async def test_service_deletion_deletes_mirrored_slices() -> None:
             emu.store.delete("services", NS, "db")
             await eventually(lambda: slices(emu, "db") == [])
             assert emu.store.get("endpoints", NS, "db") is not None
+
+
+async def test_a_mirroring_service_never_gets_endpoints_of_ours() -> None:
+    """Its Endpoints object is the mirroring's input: even with a conflicting selector and the
+    Endpoints annotation (found by the chaos test), the operator writes none."""
+    async with run_emulator() as emu:
+        cluster(emu)
+        service(
+            emu,
+            "db",
+            annotations={
+                SOURCE: "endpoints",
+                SELECTOR: "app=web",
+                "endpointslice-operator.io/endpoints": "true",
+            },
+        )
+        pod(emu, "web-0", "10.1.0.1")
+        async with running_operator(emu, write_endpoints=True) as op:
+            await eventually(lambda: len(events(emu, "ConflictingSource")) == 1)
+            await settle(op)
+            assert emu.store.get("endpoints", NS, "db") is None
+            assert emu.requests.count(verb="create", resource="endpoints") == 0
