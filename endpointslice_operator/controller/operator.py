@@ -66,6 +66,9 @@ __all__ = ["Operator", "OperatorFailed"]
 
 log = logging.getLogger(__name__)
 
+ENDPOINTS_EVENT_COMPONENT = "endpoint-controller"
+MIRRORING_EVENT_COMPONENT = "endpoint-slice-mirroring-controller"
+"""Event source components of upstream's Endpoints and mirroring controllers."""
 RELIST_QUIET_PERIOD = 2.0
 """A re-listing counts as complete once no listing event has come for this long."""
 READINESS_POLL_INTERVAL = 0.05
@@ -226,7 +229,13 @@ class Operator:
                 indexes=self.indexes,
                 index=self.indexes.endpoints,
                 writer=EndpointsWriter(api_client),
-                recorder=recorder,
+                # Upstream's Endpoints controller records as "endpoint-controller".
+                recorder=EventRecorder(
+                    api_client,
+                    component=ENDPOINTS_EVENT_COMPONENT,
+                    instance=self.identity,
+                    budget=budget,
+                ),
                 managed_by=self.settings.managed_by,
                 annotation=self.settings.endpoints_annotation,
                 write_all=self.settings.write_endpoints,
@@ -238,7 +247,12 @@ class Operator:
             indexes=self.indexes,
             api_client=api_client,
             writer=SliceWriter(api_client),
-            recorder=recorder,
+            recorder=EventRecorder(
+                api_client,
+                component=MIRRORING_EVENT_COMPONENT,
+                instance=self.identity,
+                budget=budget,
+            ),
             config=self.config,
             source_annotation=self.settings.source_annotation,
             max_endpoints_per_subset=self.settings.max_endpoints_per_subset,

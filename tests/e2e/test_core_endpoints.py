@@ -140,6 +140,8 @@ async def test_someone_elses_endpoints_are_never_touched() -> None:
         pod(emu, "web-0", "10.1.0.1")
         async with running_operator(emu) as op:
             await eventually(lambda: len(events(emu, "ConflictingEndpoints")) == 1)
+            [conflict] = events(emu, "ConflictingEndpoints")
+            assert conflict["source"]["component"] == "endpoint-controller"
             await eventually(lambda: addresses(emu, "web") == {"10.1.0.1"})
             set_ready(emu, "web-0", False)
             await settle(op)

@@ -110,6 +110,8 @@ async def test_source_endpoints_needs_a_selectorless_service() -> None:
         async with running_operator(emu) as op:
             await eventually(lambda: len(events(emu, "ConflictingSource")) == 1)
             await eventually(lambda: len(events(emu, "InvalidSource")) == 1)
+            [conflict] = events(emu, "ConflictingSource")
+            assert conflict["source"]["component"] == "endpoint-slice-mirroring-controller"
             await settle(op)
             assert slices(emu, "db") == slices(emu, "odd") == []
             # fixed: the selector annotation goes, mirroring starts
