@@ -183,3 +183,24 @@ async def test_deleted_endpoints_of_ours_come_back() -> None:
             emu.store.delete("endpoints", NS, "web")
             await eventually(lambda: core_endpoints(emu, "web") is None)
             await eventually(lambda: ips(emu, "web") == {"10.1.0.1"})
+
+
+async def test_leftover_endpoints_of_ours_are_deleted_at_start() -> None:
+    """Upstream's checkLeftoverEndpoints: an Endpoints object of ours whose Service went away
+    while no operator ran is deleted by the next leader; anyone else's is left alone."""
+    async with run_emulator() as emu:
+        cluster(emu)
+        for name, labels in (("gone", OURS), ("not-ours", {"hand": "made"})):
+            emu.store.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Endpoints",
+                    "metadata": {"name": name, "namespace": NS, "labels": labels},
+                    "subsets": [],
+                }
+            )
+        async with running_operator(emu) as op:
+            await eventually(lambda: core_endpoints(emu, "gone") is None)
+            await settle(op)
+            assert core_endpoints(emu, "not-ours") is not None
+            assert endpoint_writes(emu) == {"create": 0, "update": 0, "delete": 1}
