@@ -160,10 +160,16 @@ class ServiceSyncer:
                 await self.endpoints.service_gone(key)
             return
         if self.mirroring is not None and self.mirroring.applies(entry):
+            if self.metrics_cache.address_types(entry.key):
+                # Its slices now mirror Endpoints: they leave the slice controller's gauges.
+                self.metrics_cache.delete_service(entry.key)
+                self._publish_gauges()
             await self.mirroring.sync(entry, self.tracker)
             if self.endpoints is not None:
                 await self.endpoints.sync(entry)  # deletes an Endpoints object of ours, if any
             return
+        if self.mirroring is not None:
+            self.mirroring.metrics.forget(entry.key)
         status = entry.decision.status
         if status is Status.INVALID_SELECTOR:
             await self.recorder.record(
