@@ -191,3 +191,33 @@ async def test_cleanup_deletes_only_our_slices(tmp_path: Path) -> None:
         assert remaining == {"web-kcm"}
         assert ours and theirs
         assert emu.requests.count(verb="delete", resource="endpointslices") == 3
+
+
+async def test_cleanup_deletes_our_endpoints_objects_too() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        for name, labels in (
+            ("web", {"endpointslice.kubernetes.io/managed-by": "endpointslice-operator.io"}),
+            ("db", {"hand": "made"}),
+        ):
+            emu.store.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Endpoints",
+                    "metadata": {"name": name, "namespace": NS, "labels": labels},
+                    "subsets": [],
+                }
+            )
+        kubeconfig = str(emu.kubeconfig_path)
+        code, out, _ = await _cli("cleanup", "--kubeconfig", kubeconfig, "--dry-run")
+        assert (code, out) == (
+            0,
+            [
+                f"would delete endpoints {NS}/web",
+                "would delete 1 Endpoints object(s) managed by endpointslice-operator.io",
+                "would delete 0 EndpointSlice(s) managed by endpointslice-operator.io",
+            ],
+        )
+        code, out, _ = await _cli("cleanup", "--kubeconfig", kubeconfig)
+        assert out[0] == f"deleted endpoints {NS}/web"
+        assert {e["metadata"]["name"] for e in emu.store.list("endpoints", NS)} == {"db"}
