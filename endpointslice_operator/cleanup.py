@@ -1,4 +1,5 @@
-"""``endpointslice-operator cleanup``: delete the EndpointSlices the operator wrote.
+"""``endpointslice-operator cleanup``: delete the EndpointSlices (and Endpoints) the operator
+wrote.
 
 Uninstalling the operator leaves its slices behind: kube-proxy keeps routing to the endpoints
 they list, which go stale as pods come and go. This command deletes every EndpointSlice labelled
@@ -6,7 +7,9 @@ they list, which go stale as pods come and go. This command deletes every Endpoi
 ``--namespace`` ones), and nothing else: the label selector is the only way a slice is chosen,
 and each delete carries the slice's uid as a precondition. Run it after the operator is gone
 (``helm uninstall`` or ``kubectl delete -f deploy/``), or a running operator writes the slices
-again; the chart's optional post-delete hook does exactly that.
+again; the chart's optional post-delete hook does exactly that. The ``core/v1`` Endpoints
+objects the operator wrote (``--write-endpoints`` or the ``<prefix>/endpoints`` annotation) carry
+the same label and are deleted the same way, after the slices.
 
 It takes ``--kubeconfig``, ``--managed-by`` and ``--namespace`` like ``run`` (and their
 ``ENDPOINTSLICE_OPERATOR_*`` variables), plus ``--dry-run`` to list without deleting.
@@ -33,7 +36,7 @@ from endpointslice_operator.controller.kopf_wiring import (
 from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY
 from endpointslice_operator.settings import Settings, SettingsError, load_settings
 
-__all__ = ["cleanup", "main"]
+__all__ = ["cleanup", "cleanup_endpoints", "main"]
 
 PROG = "endpointslice-operator cleanup"
 PAGE_SIZE = 500
@@ -93,6 +96,50 @@ async def _list(api: client.DiscoveryV1Api, namespace: str | None, selector: str
             return found
 
 
+async def _list_endpoints(api: client.CoreV1Api, namespace: str | None, selector: str) -> list[Any]:
+    found: list[Any] = []
+    token: str | None = None
+    while True:
+        kwargs: dict[str, Any] = {"label_selector": selector, "limit": PAGE_SIZE}
+        if token:
+            kwargs["_continue"] = token
+        if namespace is None:
+            page = await api.list_endpoints_for_all_namespaces(**kwargs)
+        else:
+            page = await api.list_namespaced_endpoints(namespace, **kwargs)
+        found.extend(page.items)
+        token = page.metadata._continue
+        if not token:
+            return found
+
+
+async def cleanup_endpoints(settings: Settings, *, dry_run: bool = False) -> int:
+    """Delete (or list) the core/v1 Endpoints objects labelled managed-by ours; how many."""
+    configuration = await load_client_configuration(settings)
+    selector = f"{LABEL_MANAGED_BY}={settings.managed_by}"
+    count = 0
+    async with client.ApiClient(configuration) as api_client:
+        api = client.CoreV1Api(api_client)
+        for namespace in settings.namespaces or (None,):
+            for item in await _list_endpoints(api, namespace, selector):
+                meta = item.metadata
+                where = f"{meta.namespace}/{meta.name}"
+                if dry_run:
+                    sys.stdout.write(f"would delete endpoints {where}\n")
+                    count += 1
+                    continue
+                options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=meta.uid))
+                try:
+                    await api.delete_namespaced_endpoints(meta.name, meta.namespace, body=options)
+                except ApiException as exc:
+                    if exc.status in (404, 409):  # gone already, or replaced meanwhile
+                        continue
+                    raise
+                sys.stdout.write(f"deleted endpoints {where}\n")
+                count += 1
+    return count
+
+
 async def cleanup(settings: Settings, *, dry_run: bool = False) -> int:
     """Delete (or with ``dry_run`` only list) our slices; returns how many."""
     configuration = await load_client_configuration(settings)
@@ -133,6 +180,7 @@ def main(argv: Sequence[str]) -> int:
         return 2 if isinstance(exc, SettingsError) else 1
     try:
         count = asyncio.run(cleanup(settings, dry_run=args.dry_run))
+        endpoints = asyncio.run(cleanup_endpoints(settings, dry_run=args.dry_run))
     except ApiException as exc:
         sys.stderr.write(f"{PROG}: the API server refused: {exc.status} {exc.reason}\n")
         return 1
@@ -140,5 +188,9 @@ def main(argv: Sequence[str]) -> int:
         sys.stderr.write(f"{PROG}: cannot reach the cluster: {exc}\n")
         return 1
     verb = "would delete" if args.dry_run else "deleted"
+    if endpoints:
+        sys.stdout.write(
+            f"{verb} {endpoints} Endpoints object(s) managed by {settings.managed_by}\n"
+        )
     sys.stdout.write(f"{verb} {count} EndpointSlice(s) managed by {settings.managed_by}\n")
     return 0

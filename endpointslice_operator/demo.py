@@ -6,7 +6,10 @@ application (a Deployment of five pods and a selectorless Service that opts in t
 annotations, like ``deploy/examples/web.yaml``), runs the operator, and prints the
 EndpointSlices it writes: first as they are, then after one pod turns not-ready, then after
 scaling the Deployment to 120 pods (across the 100-endpoints-per-slice boundary), each time with
-the API writes that step cost. ``--keep-running`` then leaves the emulator and the operator up
+the API writes that step cost. The Service also asks for its ``core/v1`` Endpoints object
+(``<prefix>/endpoints: "true"``), summarised after each table. A last step mirrors a
+hand-made Endpoints object (``db``, external addresses) into slices (``<prefix>/source:
+endpoints``). ``--keep-running`` then leaves the emulator and the operator up
 for kubectl until Ctrl-C.
 
 The demo takes the operator's flags too (``--log-level debug``, ``--max-endpoints-per-slice``,
@@ -83,6 +86,7 @@ def _service(annotation_prefix: str) -> dict[str, Any]:
             "annotations": {
                 f"{annotation_prefix}/enabled": "true",
                 f"{annotation_prefix}/selector": "app=web,tier in (frontend)",
+                f"{annotation_prefix}/endpoints": "true",
             },
         },
         "spec": {
@@ -91,11 +95,72 @@ def _service(annotation_prefix: str) -> dict[str, Any]:
     }
 
 
-def _slices(emu: Emulator) -> list[dict[str, Any]]:
+MIRRORED = "db"
+"""The demo's selectorless Service whose slices mirror a hand-made Endpoints object."""
+
+
+def _mirrored_service(annotation_prefix: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": MIRRORED,
+            "namespace": NAMESPACE,
+            "annotations": {
+                f"{annotation_prefix}/enabled": "true",
+                f"{annotation_prefix}/source": "endpoints",
+            },
+        },
+        "spec": {"ports": [{"name": "pg", "port": 5432, "protocol": "TCP"}]},
+    }
+
+
+def _mirrored_endpoints() -> dict[str, Any]:
+    # Labelled skip-mirror so that kube-controller-manager's mirroring (on a real cluster)
+    # leaves it to the operator.
+    return {
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {
+            "name": MIRRORED,
+            "namespace": NAMESPACE,
+            "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"},
+        },
+        "subsets": [
+            {
+                "addresses": [{"ip": "192.0.2.10"}, {"ip": "192.0.2.11"}],
+                "notReadyAddresses": [{"ip": "192.0.2.12"}],
+                "ports": [{"name": "pg", "port": 5432, "protocol": "TCP"}],
+            }
+        ],
+    }
+
+
+def render_endpoints_object(emu: Emulator, name: str = SERVICE) -> str:
+    """One line about the Service's core/v1 Endpoints object."""
+    obj = emu.store.get("endpoints", NAMESPACE, name)
+    if obj is None:
+        return f"Endpoints {NAMESPACE}/{name}: none"
+    subsets = obj.get("subsets") or []
+    ready = sum(len(s.get("addresses") or []) for s in subsets)
+    not_ready = sum(len(s.get("notReadyAddresses") or []) for s in subsets)
+    labels = obj["metadata"].get("labels") or {}
+    return (
+        f"Endpoints {NAMESPACE}/{name} (core/v1): {ready} ready, {not_ready} not ready "
+        f"addresses; managed-by {labels.get('endpointslice.kubernetes.io/managed-by')}"
+    )
+
+
+def _endpoints_object_ready(emu: Emulator) -> int:
+    obj = emu.store.get("endpoints", NAMESPACE, SERVICE)
+    return sum(len(s.get("addresses") or []) for s in (obj or {}).get("subsets") or [])
+
+
+def _slices(emu: Emulator, service: str = SERVICE) -> list[dict[str, Any]]:
     found = [
         s
         for s in emu.store.list("endpointslices", NAMESPACE)
-        if (s["metadata"].get("labels") or {}).get(LABEL_SERVICE_NAME) == SERVICE
+        if (s["metadata"].get("labels") or {}).get(LABEL_SERVICE_NAME) == service
     ]
     return sorted(found, key=lambda s: s["metadata"]["name"])
 
@@ -105,6 +170,9 @@ def _endpoints(emu: Emulator) -> list[dict[str, Any]]:
 
 
 def _yes(value: object) -> str:
+    """yes / no, or - for a condition not set (mirrored endpoints carry only ``ready``)."""
+    if value is None:
+        return "-"
     return "yes" if value else "no"
 
 
@@ -187,17 +255,22 @@ class _Step:
 
     def _counts(self) -> dict[str, int]:
         return {
-            verb: self.emu.requests.count(verb=verb, resource="endpointslices")
+            f"{resource}/{verb}": self.emu.requests.count(verb=verb, resource=resource)
             for verb in ("create", "update", "delete")
+            for resource in ("endpointslices", "endpoints")
         }
 
     def writes(self) -> str:
         now = self._counts()
-        delta = {verb: now[verb] - self.seen[verb] for verb in now}
+        delta = {key: now[key] - self.seen[key] for key in now}
         self.seen = now
+        slices = {k.split("/")[1]: v for k, v in delta.items() if k.startswith("endpointslices/")}
+        endpoints = {k.split("/")[1]: v for k, v in delta.items() if k.startswith("endpoints/")}
         return (
-            f"API writes for this step: {delta['create']} create (POST), "
-            f"{delta['update']} update (PUT), {delta['delete']} delete"
+            f"API writes for this step: {slices['create']} create (POST), "
+            f"{slices['update']} update (PUT), {slices['delete']} delete"
+            f"; Endpoints: {endpoints['create']} create, {endpoints['update']} update, "
+            f"{endpoints['delete']} delete"
         )
 
 
@@ -254,9 +327,12 @@ async def run_demo(
         step = _Step(emu)
         try:
             await operator.wait_leading()
-            await _converge(operator, lambda: _ready_endpoints(emu) == 5)
+            await _converge(
+                operator, lambda: _ready_endpoints(emu) == 5 == _endpoints_object_ready(emu)
+            )
             _header(out, f"Deployment {NAMESPACE}/{SERVICE} with 5 ready pods on 3 nodes")
-            out.write(render_slices(_slices(emu)) + "\n" + step.writes() + "\n")
+            out.write(render_slices(_slices(emu)) + "\n" + render_endpoints_object(emu) + "\n")
+            out.write(step.writes() + "\n")
 
             unready = _pods(emu)[2]
             name = unready["metadata"]["name"]
@@ -268,9 +344,12 @@ async def run_demo(
                 patch_type="strategic",
                 subresource="status",
             )
-            await _converge(operator, lambda: _ready_endpoints(emu) == 4)
+            await _converge(
+                operator, lambda: _ready_endpoints(emu) == 4 == _endpoints_object_ready(emu)
+            )
             _header(out, f"{name} is no longer ready")
-            out.write(render_slices(_slices(emu)) + "\n" + step.writes() + "\n")
+            out.write(render_slices(_slices(emu)) + "\n" + render_endpoints_object(emu) + "\n")
+            out.write(step.writes() + "\n")
             out.write(
                 f"\nThe endpoint view, all slices merged "
                 f"(endpointslice-operator endpoints -n {NAMESPACE} --service {SERVICE}):\n"
@@ -284,10 +363,28 @@ async def run_demo(
                 {"spec": {"replicas": 120}},
             )
             await _converge(
-                operator, lambda: len(_endpoints(emu)) == 120 and _ready_endpoints(emu) == 119
+                operator,
+                lambda: (
+                    len(_endpoints(emu)) == 120
+                    and _ready_endpoints(emu) == 119 == _endpoints_object_ready(emu)
+                ),
             )
             _header(out, "Scaled to 120 pods (at most 100 endpoints per slice)")
-            out.write(render_slices(_slices(emu)) + "\n" + step.writes() + "\n")
+            out.write(render_slices(_slices(emu)) + "\n" + render_endpoints_object(emu) + "\n")
+            out.write(step.writes() + "\n")
+
+            emu.store.create(_mirrored_endpoints())
+            emu.store.create(_mirrored_service(settings.annotation_prefix))
+            await _converge(
+                operator,
+                lambda: sum(len(s.get("endpoints") or []) for s in _slices(emu, MIRRORED)) == 3,
+            )
+            _header(
+                out,
+                f"Service {NAMESPACE}/{MIRRORED} with source: endpoints, mirroring a hand-made "
+                "Endpoints object",
+            )
+            out.write(render_slices(_slices(emu, MIRRORED)) + "\n" + step.writes() + "\n")
 
             if keep_running:
                 kubectl = f"kubectl -n {NAMESPACE}"

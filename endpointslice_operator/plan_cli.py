@@ -2,7 +2,9 @@
 
 Reads Services, Pods, Nodes and EndpointSlices from YAML or JSON manifests (multi-document
 files, ``kind: List`` and typed lists such as ``PodList`` included), plans every Service (or
-the ones named with ``--service``) exactly as the operator's sync does, and prints the result:
+the ones named with ``--service``) exactly as the operator's sync does, and prints the result
+(with the core/v1 Endpoints objects it would write, shown as ``endpoints <namespace>/<name>``,
+and slices mirrored from Endpoints manifests for ``<prefix>/source: endpoints``):
 
 * ``-o yaml`` (default): one document per write, each preceded by a comment line
   ``# create|update|delete <namespace>/<name or generateName>``;
@@ -48,7 +50,14 @@ from endpointslice_operator.controller.optin import (
     ENDPOINT_CONTROLLER_NAME_LABEL as _CONTROLLER_NAME_LABEL,
 )
 from endpointslice_operator.controller.optin import Status, evaluate, is_opted_in
-from endpointslice_operator.reconciler import Plan, ReconcilerConfig, plan_service
+from endpointslice_operator.reconciler import (
+    LABEL_SKIP_MIRROR,
+    Plan,
+    ReconcilerConfig,
+    plan_endpoints,
+    plan_mirroring,
+    plan_service,
+)
 from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY, LABEL_SERVICE_NAME
 from endpointslice_operator.reconciler.records import pod_record
 from endpointslice_operator.reconciler.sources import claim_statuses_of, network_status_of
@@ -56,6 +65,9 @@ from endpointslice_operator.reconciler.trigger_time import TriggerTimeTracker, p
 
 __all__ = ["InputError", "Manifests", "load_manifests", "main"]
 
+SOURCE_PODS = "pods"
+SOURCE_ENDPOINTS = "endpoints"
+"""Values of ``<prefix>/source`` (as ``controller.mirroring``, which needs the API client)."""
 DEFAULT_CONTROLLER_NAME = "endpointslice-operator.io"
 DEFAULT_ANNOTATION_PREFIX = "endpointslice-operator.io"
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
@@ -98,6 +110,8 @@ class Manifests:
     slices: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     claims: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     """DRA ResourceClaims (for Services with the device-network annotation)."""
+    endpoints: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    """core/v1 Endpoints objects (mirroring sources, and the Endpoints the operator writes)."""
 
 
 def _expand(paths: Sequence[str], *, recursive: bool) -> Iterator[str]:
@@ -169,7 +183,7 @@ def _objects(where: str, document: object) -> Iterator[tuple[str, Mapping[str, A
     yield where, document
 
 
-_NAMESPACED = {"Service", "Pod", "EndpointSlice", "ResourceClaim"}
+_NAMESPACED = {"Service", "Pod", "EndpointSlice", "ResourceClaim", "Endpoints"}
 _CLAIM_API_VERSIONS = {f"resource.k8s.io/{version}" for version in CLAIM_VERSIONS}
 
 
@@ -234,13 +248,13 @@ def load_manifests(
 def _add(manifests: Manifests, where: str, obj: Mapping[str, Any], default_ns: str) -> None:
     kind = obj["kind"]
     api_version = obj.get("apiVersion")
-    if kind in ("Service", "Pod", "Node") and api_version not in (None, "v1"):
+    if kind in ("Service", "Pod", "Node", "Endpoints") and api_version not in (None, "v1"):
         return
     if kind == "EndpointSlice" and api_version not in (None, "discovery.k8s.io/v1"):
         return
     if kind == "ResourceClaim" and api_version not in _CLAIM_API_VERSIONS:
         return
-    if kind not in ("Service", "Pod", "Node", "EndpointSlice", "ResourceClaim"):
+    if kind not in ("Service", "Pod", "Node", "EndpointSlice", "ResourceClaim", "Endpoints"):
         return
     namespace, name = _identity(where, obj, default_ns)
     if kind == "Node":
@@ -253,6 +267,8 @@ def _add(manifests: Manifests, where: str, obj: Mapping[str, Any], default_ns: s
         manifests.claims[(namespace, name)] = slim_claim(namespaced)
     elif kind == "Pod":
         manifests.pods[(namespace, name)] = namespaced
+    elif kind == "Endpoints":
+        manifests.endpoints[(namespace, name)] = namespaced
     else:
         manifests.slices[(namespace, name)] = namespaced
 
@@ -331,13 +347,19 @@ def plan_manifests(
     *,
     annotation_prefix: str,
     opted_in_only: bool,
+    write_endpoints: bool = False,
+    max_endpoints_per_subset: int = 1000,
 ) -> list[ServiceResult]:
-    """Plan each Service as the operator's first sync of it would."""
+    """Plan each Service as the operator's first sync of it would: its slices, from its pods or
+    (``<prefix>/source: endpoints``) mirrored from its Endpoints object, and its core/v1
+    Endpoints object when it asks for one (``<prefix>/endpoints`` or ``write_endpoints``)."""
     enabled_annotation = f"{annotation_prefix}/enabled"
     selector_annotation = f"{annotation_prefix}/selector"
     networks = NetworkAnnotations(
         f"{annotation_prefix}/network", f"{annotation_prefix}/device-network"
     )
+    source_annotation = f"{annotation_prefix}/source"
+    endpoints_annotation = f"{annotation_prefix}/endpoints"
     nodes = list(manifests.nodes.values())
     ours_by_service = _ours_by_service(manifests, config.controller_name)
     pod_index = _pod_index(manifests)
@@ -361,23 +383,44 @@ def plan_manifests(
         )
         if not opted_in and not opted_in_only:
             result.notes.append(_not_opted_in_note(service, enabled_annotation))
+        annotations = (candidate.get("metadata") or {}).get("annotations") or {}
+        source = annotations.get(source_annotation, SOURCE_PODS)
+        if decision.opted_in and source != SOURCE_PODS:
+            _plan_mirroring(
+                result,
+                candidate,
+                manifests,
+                existing,
+                config,
+                source=source,
+                selector_annotation=selector_annotation,
+                max_endpoints_per_subset=max_endpoints_per_subset,
+            )
+            continue
         if decision.status is Status.INVALID_SELECTOR:
             result.skipped = "invalid selector"
             result.notes.append(f"not publishing EndpointSlices: {decision.error}")
             continue
+        existing_endpoints = manifests.endpoints.get((namespace, name))
+        ours_endpoints = (
+            existing_endpoints is not None
+            and _labels(existing_endpoints).get(LABEL_MANAGED_BY) == config.controller_name
+        )
         if decision.status is not Status.MANAGED:
             # The operator deletes the slices it made for a Service that no longer qualifies.
             result.skipped = decision.status.value
             result.writes = [("delete", endpoint_slice) for endpoint_slice in existing]
+            if ours_endpoints and existing_endpoints is not None:
+                result.writes.append(("delete", existing_endpoints))
             continue
         choice = choose(candidate, networks)
         if isinstance(choice, str):
             result.skipped = "invalid network"
             result.notes.append(f"not publishing EndpointSlices: {choice}")
             continue
-        source = None
+        address_source = None
         if choice is not None:
-            source = source_for(
+            address_source = source_for(
                 choice, pod_index.network_statuses, pod_index.claim_statuses, manifests.claims
             )
             result.notes.append(
@@ -398,7 +441,13 @@ def plan_manifests(
         )
         try:
             plan = plan_service(
-                service, pods, nodes, existing, config, trigger_time=trigger_time, source=source
+                service,
+                pods,
+                nodes,
+                existing,
+                config,
+                trigger_time=trigger_time,
+                source=address_source,
             )
         except (TypeError, ValueError, KeyError, AttributeError) as exc:
             raise InputError(
@@ -415,23 +464,98 @@ def plan_manifests(
         result.notes.extend(
             f"event {event.type} {event.reason}: {event.message}" for event in plan.events
         )
+        wants_endpoints = write_endpoints or annotations.get(endpoints_annotation) == "true"
+        if existing_endpoints is not None and not ours_endpoints:
+            if wants_endpoints:
+                result.notes.append(
+                    f"event Warning ConflictingEndpoints: an Endpoints object {result.key} not "
+                    "written by the operator exists; not writing Endpoints"
+                )
+        elif wants_endpoints:
+            endpoints_plan = plan_endpoints(
+                service,
+                pods,
+                existing_endpoints,
+                trigger_time=trigger_time,
+                extra_labels={LABEL_SKIP_MIRROR: "true", LABEL_MANAGED_BY: config.controller_name},
+            )
+            if endpoints_plan.endpoints is not None and endpoints_plan.action != "none":
+                result.writes.append((endpoints_plan.action, endpoints_plan.endpoints))
+        elif existing_endpoints is not None:
+            result.writes.append(("delete", existing_endpoints))
     return results
+
+
+def _plan_mirroring(
+    result: ServiceResult,
+    service: Mapping[str, Any],
+    manifests: Manifests,
+    existing: list[dict[str, Any]],
+    config: ReconcilerConfig,
+    *,
+    source: str,
+    selector_annotation: str,
+    max_endpoints_per_subset: int,
+) -> None:
+    """``<prefix>/source: endpoints``: the slices mirrored from the Service's Endpoints."""
+    if source != SOURCE_ENDPOINTS:
+        result.skipped = "invalid source"
+        result.notes.append(f"event Warning InvalidSource: source {source!r}; no writes")
+        return
+    metadata = service.get("metadata") or {}
+    spec = service.get("spec") or {}
+    if spec.get("selector") or selector_annotation in (metadata.get("annotations") or {}):
+        result.skipped = "conflicting source"
+        result.notes.append(
+            "event Warning ConflictingSource: source endpoints needs a Service without "
+            f"spec.selector and without {selector_annotation}; no writes"
+        )
+        return
+    namespace, name = str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+    endpoints = manifests.endpoints.get((namespace, name))
+    if endpoints is None:
+        result.notes.append("no Endpoints object in the input: nothing to mirror")
+        endpoints = {"metadata": {"namespace": namespace, "name": name}}
+    plan, _ = plan_mirroring(
+        endpoints,
+        existing,
+        config,
+        max_endpoints_per_subset=max_endpoints_per_subset,
+        adopt=False,
+    )
+    result.plan = plan
+    result.writes = [
+        *(("create", s) for s in plan.creates),
+        *(("update", s) for s in plan.updates),
+        *(("delete", s) for s in plan.deletes),
+    ]
+    result.notes.append(f"mirrored from Endpoints {namespace}/{name}")
+    result.notes.extend(
+        f"event {event.type} {event.reason}: {event.message}" for event in plan.events
+    )
 
 
 # --- Output --------------------------------------------------------------------------------
 
 
+def _is_endpoints(obj: Mapping[str, Any]) -> bool:
+    return obj.get("kind") == "Endpoints"
+
+
 def _slice_ref(endpoint_slice: Mapping[str, Any]) -> str:
+    """``namespace/name`` of a slice; ``endpoints namespace/name`` for an Endpoints object."""
     metadata = endpoint_slice.get("metadata") or {}
     name = metadata.get("name") or metadata.get("generateName") or ""
-    return f"{metadata.get('namespace', '')}/{name}"
+    prefix = "endpoints " if _is_endpoints(endpoint_slice) else ""
+    return f"{prefix}{metadata.get('namespace', '')}/{name}"
 
 
 def _deletion(endpoint_slice: Mapping[str, Any]) -> dict[str, Any]:
     metadata = endpoint_slice.get("metadata") or {}
+    endpoints = _is_endpoints(endpoint_slice)
     return {
-        "apiVersion": "discovery.k8s.io/v1",
-        "kind": "EndpointSlice",
+        "apiVersion": "v1" if endpoints else "discovery.k8s.io/v1",
+        "kind": "Endpoints" if endpoints else "EndpointSlice",
         "metadata": {"name": metadata.get("name"), "namespace": metadata.get("namespace")},
     }
 
@@ -463,11 +587,12 @@ def render_diff(results: Sequence[ServiceResult], manifests: Manifests) -> str:
     for result in results:
         for operation, endpoint_slice in result.writes:
             metadata = endpoint_slice.get("metadata") or {}
-            ref = _slice_ref(endpoint_slice)
+            ref = _slice_ref(endpoint_slice).replace(" ", ":")
             before: Mapping[str, Any] | None = None
             if operation != "create":
                 key = (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
-                before = manifests.slices.get(key)
+                known = manifests.endpoints if _is_endpoints(endpoint_slice) else manifests.slices
+                before = known.get(key)
             after = None if operation == "delete" else endpoint_slice
             old = _dump(_without_server_fields(before), sort_keys=True) if before else ""
             new = _dump(_without_server_fields(after), sort_keys=True) if after else ""
@@ -518,9 +643,15 @@ def render_summary(results: Sequence[ServiceResult]) -> str:
     lines = []
     for result in results:
         counts = dict.fromkeys(("create", "update", "delete"), 0)
-        for operation, _ in result.writes:
-            counts[operation] += 1
+        endpoints_write = None
+        for operation, obj in result.writes:
+            if _is_endpoints(obj):
+                endpoints_write = operation
+            else:
+                counts[operation] += 1
         line = f"{result.key:<{width}}  " + " ".join(f"{op}={n}" for op, n in counts.items())
+        if endpoints_write is not None:
+            line += f" endpoints_object={endpoints_write}"
         if result.plan is not None:
             endpoints = sum(m.desired_endpoints for m in result.plan.metrics.values())
             slices = sum(m.actual_slices for m in result.plan.metrics.values())
@@ -609,6 +740,19 @@ def _parser() -> argparse.ArgumentParser:
         help="prefix of the opt-in, selector and network annotations (default: %(default)s)",
     )
     parser.add_argument(
+        "--write-endpoints",
+        action="store_true",
+        help="also plan the core/v1 Endpoints of every managed Service (as the operator's "
+        "--write-endpoints; without it, only of Services annotated <prefix>/endpoints)",
+    )
+    parser.add_argument(
+        "--max-endpoints-per-subset",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="mirroring: addresses mirrored per Endpoints subset (default: %(default)s)",
+    )
+    parser.add_argument(
         "--opted-in-only",
         action="store_true",
         help="treat Services without the opt-in as the operator does (no slices; ours deleted)",
@@ -666,6 +810,8 @@ def main(argv: list[str]) -> int:
             config,
             annotation_prefix=args.annotation_prefix,
             opted_in_only=args.opted_in_only,
+            write_endpoints=args.write_endpoints,
+            max_endpoints_per_subset=args.max_endpoints_per_subset,
         )
     except InputError as exc:
         sys.stderr.write(f"plan: {exc}\n")

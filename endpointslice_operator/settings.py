@@ -154,6 +154,8 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     topology_hints: bool = True
     prefer_same_traffic_distribution: bool = True
+    write_endpoints: bool = False
+    max_endpoints_per_subset: int = 1000
 
     # -- validation --------------------------------------------------------------------------
 
@@ -184,7 +186,7 @@ class Settings(BaseSettings):
     def _lease_namespace_is_label(cls, value: str | None) -> str | None:
         return None if value is None else _check_dns_label(value, "the namespace")
 
-    @field_validator("max_endpoints_per_slice", mode="after")
+    @field_validator("max_endpoints_per_slice", "max_endpoints_per_subset", mode="after")
     @classmethod
     def _max_endpoints_range(cls, value: int) -> int:
         return int(_between(1, 1000)(value))
@@ -286,6 +288,16 @@ class Settings(BaseSettings):
     def device_network_annotation(self) -> str:
         """The DRA claim of a Service's addresses, ``<prefix>/device-network``."""
         return f"{self.annotation_prefix}/device-network"
+
+    @property
+    def source_annotation(self) -> str:
+        """A Service's address source, ``<prefix>/source``: ``pods`` or ``endpoints``."""
+        return f"{self.annotation_prefix}/source"
+
+    @property
+    def endpoints_annotation(self) -> str:
+        """The per-Service opt-in to a ``core/v1`` Endpoints object, ``<prefix>/endpoints``."""
+        return f"{self.annotation_prefix}/endpoints"
 
     def resolved_lease_namespace(
         self,
@@ -487,6 +499,23 @@ SETTINGS_TABLE: tuple[SettingSpec, ...] = (
         "Honour the `PreferSameZone` and `PreferSameNode` values of `spec.trafficDistribution` "
         "(upstream's PreferSameTrafficDistribution feature gate).",
         kind="bool",
+    ),
+    SettingSpec(
+        "write_endpoints",
+        "--write-endpoints",
+        "false",
+        "Also write the `core/v1` Endpoints object of every managed Service (as "
+        "kube-controller-manager's Endpoints controller would); off: only of Services annotated "
+        '`<prefix>/endpoints: "true"`.',
+        kind="bool",
+    ),
+    SettingSpec(
+        "max_endpoints_per_subset",
+        "--max-endpoints-per-subset",
+        "1000",
+        "Mirroring (`<prefix>/source: endpoints`): addresses mirrored per Endpoints subset, "
+        "ready ones first (1 to 1000; kube-controller-manager's "
+        "`--mirroring-max-endpoints-per-subset`).",
     ),
 )
 

@@ -409,3 +409,24 @@ def test_prometheus_client_parser_accepts_the_exposition() -> None:
     assert families["endpoint_slice_controller_endpoints_added_per_sync"] == "histogram"
     assert families["workqueue_longest_running_processor_seconds"] == "gauge"
     assert len(families) == len(parse(text))
+
+
+def test_mirroring_metrics_have_upstreams_names_and_sum_per_service() -> None:
+    metrics = OperatorMetrics(CollectorRegistry())
+    mirroring = metrics.mirroring
+    mirroring.observe(added=3, updated=1, removed=2, skipped=5)
+    mirroring.changes("create")
+    mirroring.set_totals("ns/a", 10, 1, 1)
+    mirroring.set_totals("ns/b", 1500, 2, 2)
+    mirroring.set_totals("ns/a", 4, 1, 1)
+    text = render_registry(metrics.registry).decode()
+    assert "endpoint_slice_mirroring_controller_endpoints_desired 1504" in text
+    assert "endpoint_slice_mirroring_controller_num_endpoint_slices 3" in text
+    assert "endpoint_slice_mirroring_controller_desired_endpoint_slices 3" in text
+    assert 'endpoint_slice_mirroring_controller_changes{operation="create"} 1' in text
+    assert "endpoint_slice_mirroring_controller_addresses_skipped_per_sync_sum 5" in text
+    assert "endpoint_slice_mirroring_controller_endpoints_updated_per_sync_sum 1" in text
+    assert "# HELP endpoint_slice_mirroring_controller_endpoints_added_per_sync [ALPHA]" in text
+    mirroring.forget("ns/b")
+    text = render_registry(metrics.registry).decode()
+    assert "endpoint_slice_mirroring_controller_endpoints_desired 4" in text

@@ -610,3 +610,106 @@ def test_network_annotations_in_plan(capsys: pytest.CaptureFixture[str], tmp_pat
     assert code == 0
     assert "skipped=invalid network" in out
     assert "exclude each other" in err
+
+
+# --- Endpoints and mirroring ---------------------------------------------------------------
+
+
+def test_write_endpoints_plans_the_endpoints_object(
+    capsys: pytest.CaptureFixture[str], manifests: Path
+) -> None:
+    status, out, _ = run(capsys, "-f", str(manifests), "--write-endpoints")
+    assert status == 0
+    comments = [comment for comment, _ in writes(out)]
+    assert comments == ["# create shop/web-", "# create endpoints shop/web"]
+    endpoints = writes(out)[1][1]
+    assert endpoints["kind"] == "Endpoints"
+    assert endpoints["metadata"]["labels"] == {
+        "app": "web",
+        MANAGED_BY: "endpointslice-operator.io",
+        "endpointslice.kubernetes.io/skip-mirror": "true",
+    }
+    [subset] = endpoints["subsets"]
+    assert [a["ip"] for a in subset["addresses"]] == ["10.0.0.1"]
+    assert [a["ip"] for a in subset["notReadyAddresses"]] == ["10.0.0.2"]
+    # then up to date; and without the setting or annotation, ours is deleted
+    existing = dict(endpoints, metadata={**endpoints["metadata"], "resourceVersion": "3"})
+    again = write(manifests.parent / "ep.yaml", existing)
+    status, out, _ = run(
+        capsys, "-f", str(manifests), "-f", str(again), "--write-endpoints", "-o", "summary"
+    )
+    assert out == "shop/web  create=1 update=0 delete=0 endpoints=2 slices=1\n"
+    status, out, _ = run(capsys, "-f", str(manifests), "-f", str(again), "-o", "summary")
+    assert out == (
+        "shop/web  create=1 update=0 delete=0 endpoints_object=delete endpoints=2 slices=1\n"
+    )
+
+
+def test_someone_elses_endpoints_are_left_alone(
+    capsys: pytest.CaptureFixture[str], manifests: Path
+) -> None:
+    foreign = write(
+        manifests.parent / "foreign.yaml",
+        {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "web", "namespace": "shop"}},
+    )
+    status, out, err = run(capsys, "-f", str(manifests), "-f", str(foreign), "--write-endpoints")
+    assert status == 0
+    assert [comment for comment, _ in writes(out)] == ["# create shop/web-"]
+    assert "ConflictingEndpoints" in err
+
+
+def mirrored_service(**annotations: str) -> dict[str, Any]:
+    body = service(
+        "db",
+        spec={"clusterIP": "10.96.0.11", "ports": [{"port": 5432, "protocol": "TCP"}]},
+    )
+    body["metadata"]["annotations"].update(annotations)
+    return body
+
+
+def test_source_endpoints_mirrors_the_endpoints_manifest(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = write(
+        tmp_path / "db.yaml",
+        mirrored_service(**{"endpointslice-operator.io/source": "endpoints"}),
+        {
+            "apiVersion": "v1",
+            "kind": "Endpoints",
+            "metadata": {"name": "db", "namespace": "shop", "uid": "ep-uid"},
+            "subsets": [
+                {
+                    "addresses": [{"ip": "192.0.2.10"}],
+                    "notReadyAddresses": [{"ip": "192.0.2.11"}],
+                    "ports": [{"name": "pg", "port": 5432, "protocol": "TCP"}],
+                }
+            ],
+        },
+    )
+    status, out, err = run(capsys, "-f", str(path))
+    assert status == 0
+    [(comment, created)] = writes(out)
+    assert comment == "# create shop/db-"
+    assert created["metadata"]["ownerReferences"][0]["kind"] == "Endpoints"
+    assert [(e["addresses"], e["conditions"]) for e in created["endpoints"]] == [
+        (["192.0.2.10"], {"ready": True}),
+        (["192.0.2.11"], {"ready": False}),
+    ]
+    assert "mirrored from Endpoints shop/db" in err
+
+
+def test_source_endpoints_with_a_selector_conflicts(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = write(
+        tmp_path / "db.yaml",
+        mirrored_service(
+            **{
+                "endpointslice-operator.io/source": "endpoints",
+                "endpointslice-operator.io/selector": "app=db",
+            }
+        ),
+    )
+    status, out, err = run(capsys, "-f", str(path), "-o", "summary")
+    assert (status, out) == (0, "shop/db  create=0 update=0 delete=0 skipped=conflicting source\n")
+    assert "ConflictingSource" in err

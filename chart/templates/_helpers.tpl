@@ -91,6 +91,16 @@ Shared by the ClusterRole (cluster mode) and the per-namespace Roles (namespaced
 - apiGroups: ["discovery.k8s.io"]
   resources: ["endpointslices"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+{{- /* Endpoints: read always (ours, and someone else's in the way); written only when enabled. */}}
+{{- if or .Values.writeEndpoints .Values.endpoints.write }}
+- apiGroups: [""]
+  resources: ["endpoints"]
+  verbs: ["get", "list", "watch", "create", "update", "delete"]
+{{- else }}
+- apiGroups: [""]
+  resources: ["endpoints"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create", "patch"]

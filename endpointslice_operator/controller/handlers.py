@@ -34,6 +34,7 @@ from typing import Any
 
 import kopf
 
+from endpointslice_operator.controller.endpoints_index import endpoints_key
 from endpointslice_operator.controller.indexes import (
     LABEL_SERVICE_NAME,
     Indexes,
@@ -48,6 +49,7 @@ from endpointslice_operator.controller.indexes import (
 from endpointslice_operator.controller.optin import UPSTREAM_CONTROLLER_NAME
 from endpointslice_operator.controller.queue import ServiceQueue
 from endpointslice_operator.controller.reset import Watermark
+from endpointslice_operator.reconciler.mirroring import MIRRORING_CONTROLLER_NAME
 from endpointslice_operator.reconciler.records import PodRecord, pod_record
 from endpointslice_operator.reconciler.sources import (
     NETWORK_STATUS_ANNOTATION,
@@ -119,6 +121,11 @@ def _now() -> float:
     return asyncio.get_running_loop().time()
 
 
+_FOREIGN_WATCHED = frozenset({UPSTREAM_CONTROLLER_NAME, MIRRORING_CONTROLLER_NAME})
+"""kube-controller-manager's slice controllers: their slices coming or going re-checks a
+Service we manage (for the ConflictingController warning)."""
+
+
 class EventRouter:
     """Applies watch events to the indexes and queues the affected Services.
 
@@ -157,6 +164,9 @@ class EventRouter:
         """Set once the initial listing is in: later listing events (type None) mean Kopf is
         re-listing after a 410, and objects deleted meanwhile will never get a DELETED event."""
         self.on_relist: Callable[[str], None] | None = None
+        self.mirrors: Callable[[str], bool] | None = None
+        """Whether a Service key mirrors its Endpoints object (every change of that object
+        then queues the Service); None: no mirroring."""
         self._relists: dict[str, _Relist] = {}
         """Refresh topology on node events; off during the initial listing (the operator
         refreshes once when it is in), which would otherwise cost O(nodes^2)."""
@@ -205,6 +215,8 @@ class EventRouter:
             return self.indexes.pods.names()
         if kind == "nodes":
             return self.indexes.nodes.names()
+        if kind == "endpoints":
+            return self.indexes.endpoints.names()
         return self.indexes.slices.names()
 
     def _entry(self, kind: str, namespace: str, name: str) -> object:
@@ -214,6 +226,8 @@ class EventRouter:
             return self.indexes.pods.get(namespace, name)
         if kind == "nodes":
             return self.indexes.nodes.get(name)
+        if kind == "endpoints":
+            return self.indexes.endpoints.get(namespace, name)
         return self.indexes.slices.ref(namespace, name)
 
     def forget(self, kind: str, namespace: str, name: str, entry: object) -> None:
@@ -228,6 +242,8 @@ class EventRouter:
             self.on_pod("DELETED", {"metadata": metadata})
         elif kind == "nodes":
             self.on_node("DELETED", {"metadata": {"name": name}})
+        elif kind == "endpoints":
+            self.on_endpoints("DELETED", {"metadata": metadata})
         else:
             last = self.indexes.slices.last_seen(namespace, name)
             if last is not None:
@@ -256,6 +272,7 @@ class EventRouter:
             if (entry := self.indexes.services.get(key)) is not None and entry.decision.opted_in
         }
         keys.update(self.indexes.slices.services_with_ours())
+        keys.update(service_key(ns, name) for ns, name in self.indexes.endpoints.ours())
         return sorted(keys)
 
     # -- services --------------------------------------------------------------------------
@@ -412,7 +429,7 @@ class EventRouter:
                 and not self.tracker.handle_deletion(endpoint_slice)
             ):
                 self._requeue_for_slice(ref.service, name)
-            elif ref.managed_by == UPSTREAM_CONTROLLER_NAME and previous is not None:
+            elif ref.managed_by in _FOREIGN_WATCHED and previous is not None:
                 self._requeue_managed(ref.service)
             if ref.managed_by == managed_by:
                 self._release_tracking(ref.service)
@@ -421,7 +438,7 @@ class EventRouter:
         if previous is None:
             if ref.managed_by == managed_by and self.tracker.should_sync(endpoint_slice):
                 self._requeue_for_slice(ref.service, name)
-            elif ref.managed_by == UPSTREAM_CONTROLLER_NAME:
+            elif ref.managed_by in _FOREIGN_WATCHED:
                 self._requeue_managed(ref.service)
             return
         if previous.managed_by == managed_by and (
@@ -439,9 +456,7 @@ class EventRouter:
             ref.managed_by == managed_by and self.tracker.should_sync(endpoint_slice)
         ):
             self._requeue_for_slice(ref.service, name)
-        if (previous.managed_by == UPSTREAM_CONTROLLER_NAME) != (
-            ref.managed_by == UPSTREAM_CONTROLLER_NAME
-        ):
+        if (previous.managed_by in _FOREIGN_WATCHED) != (ref.managed_by in _FOREIGN_WATCHED):
             self._requeue_managed(ref.service)
 
     def _forget_tracked(self, namespace: str, service: str | None, uid: str) -> None:
@@ -476,11 +491,12 @@ class EventRouter:
         self._add_after(key, max(ENDPOINT_SLICE_MIN_SYNC_DELAY, self.batch_period))
 
     def _requeue_managed(self, key: str | None) -> None:
-        """A foreign controller's slice came or went: re-check a Service we manage at once."""
+        """A foreign controller's slice came or went: re-check a Service we manage (or that
+        mirrors its Endpoints) at once."""
         if key is None:
             return
         entry = self.indexes.services.get(key)
-        if entry is not None and entry.decision.managed:
+        if entry is not None and entry.decision.opted_in:
             self._add(key)
 
     # -- resource claims (only watched while a Service uses a device network) ----------------
@@ -505,6 +521,34 @@ class EventRouter:
             self._queue_pod_services(
                 namespace, self.indexes.services.selecting(namespace, pod.labels)
             )
+
+    # -- endpoints (core/v1) ---------------------------------------------------------------
+
+    def on_endpoints(self, event_type: str | None, endpoints: Mapping[str, Any]) -> None:
+        """Keep the Endpoints index; queue the Service when its Endpoints object of ours was
+        deleted or changed hands, or when someone else's appeared or went away (an Endpoints
+        object is named after its Service). Updates of ours are our own writes coming back,
+        or, from someone else, are overwritten on the next sync (as upstream does)."""
+        namespace, name = endpoints_key(endpoints)
+        if not name:
+            log.warning("ignoring an Endpoints event without a name")
+            return
+        self._note("endpoints", event_type, namespace, name)
+        index = self.indexes.endpoints
+        if event_type == "DELETED":
+            previous = index.remove(endpoints)
+            now_ours = False
+        else:
+            previous = index.put(endpoints)
+            now_ours = index.is_ours(endpoints)
+        was_ours = index.is_ours(previous)
+        key = service_key(namespace, name)
+        if self.mirrors is not None and self.mirrors(key):
+            self._add(key)
+        elif event_type == "DELETED" or was_ours != now_ours or (previous is None and not now_ours):
+            entry = self.indexes.services.get(key)
+            if was_ours or (entry is not None and entry.decision.managed):
+                self._add(key)
 
     # -- nodes -----------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from endpointslice_operator.controller.claims import ClaimIndex
+from endpointslice_operator.controller.endpoints_index import EndpointsIndex
 from endpointslice_operator.controller.optin import (
     UPSTREAM_CONTROLLER_NAME,
     Decision,
@@ -33,6 +34,7 @@ from endpointslice_operator.controller.optin import (
 )
 from endpointslice_operator.controller.selectors import Operator, Selector
 from endpointslice_operator.reconciler.compact import compact_slice
+from endpointslice_operator.reconciler.mirroring import MIRRORING_CONTROLLER_NAME
 from endpointslice_operator.reconciler.records import PodRecord
 from endpointslice_operator.reconciler.slices import SHARED_PARSE_CACHE
 
@@ -260,13 +262,14 @@ class ServiceIndex:
         enabled_annotation: str,
         selector_annotation: str,
         managed_by: str,
-        extra_annotations: tuple[str, ...] = (),
+        extra_annotations: Iterable[str] = (),
     ):
         self.enabled_annotation = enabled_annotation
         self.selector_annotation = selector_annotation
+        self.extra_annotations = tuple(extra_annotations)
+        """Further annotations of ours kept in the slim bodies (read by the syncs: the source,
+        Endpoints and network ones)."""
         self.managed_by = managed_by
-        self.extra_annotations = extra_annotations
-        """More of our annotations kept in the slim body (the network ones)."""
         self._entries: dict[str, ServiceEntry] = {}
         self._selectors: dict[str, _SelectorIndex] = defaultdict(_SelectorIndex)
 
@@ -570,6 +573,8 @@ class SliceIndex:
         self._refs: dict[tuple[str, str], SliceRef] = {}
         self._ours: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
         self._upstream: dict[str, set[str]] = defaultdict(set)
+        self._mirrored: dict[str, set[str]] = defaultdict(set)
+        """Slices of kube-controller-manager's mirroring controller, per Service key."""
 
     def __len__(self) -> int:
         return len(self._refs)
@@ -584,6 +589,8 @@ class SliceIndex:
                 self._ours[ref.service][name] = compact_slice(dict(endpoint_slice))
             elif ref.managed_by == UPSTREAM_CONTROLLER_NAME:
                 self._upstream[ref.service].add(name)
+            elif ref.managed_by == MIRRORING_CONTROLLER_NAME:
+                self._mirrored[ref.service].add(name)
         return previous
 
     def remove(self, endpoint_slice: Mapping[str, Any]) -> SliceRef | None:
@@ -605,6 +612,11 @@ class SliceIndex:
                 upstream.discard(name)
                 if not upstream:
                     del self._upstream[previous.service]
+            mirrored = self._mirrored.get(previous.service)
+            if mirrored is not None:
+                mirrored.discard(name)
+                if not mirrored:
+                    del self._mirrored[previous.service]
         return previous
 
     def names(self) -> list[tuple[str, str]]:
@@ -637,6 +649,10 @@ class SliceIndex:
     def has_ours(self, key: str) -> bool:
         return bool(self._ours.get(key))
 
+    def has_upstream_mirrored(self, key: str) -> bool:
+        """Whether kube-controller-manager's mirroring controller has slices for it."""
+        return bool(self._mirrored.get(key))
+
     def has_upstream(self, key: str) -> bool:
         """Whether kube-controller-manager's EndpointSlice controller has slices for it."""
         return bool(self._upstream.get(key))
@@ -646,8 +662,8 @@ class SliceIndex:
 
 
 class Indexes:
-    """The four indexes of one operator (and the ResourceClaims, only once a Service asks for
-    a device network: not counted for readiness)."""
+    """The indexes of one operator (the ResourceClaims only once a Service asks for a device
+    network: not counted for readiness)."""
 
     def __init__(
         self,
@@ -655,7 +671,7 @@ class Indexes:
         enabled_annotation: str,
         selector_annotation: str,
         managed_by: str,
-        extra_annotations: tuple[str, ...] = (),
+        extra_annotations: Iterable[str] = (),
     ):
         self.services = ServiceIndex(
             enabled_annotation=enabled_annotation,
@@ -667,6 +683,7 @@ class Indexes:
         self.nodes = NodeIndex()
         self.slices = SliceIndex(managed_by)
         self.claims = ClaimIndex()
+        self.endpoints = EndpointsIndex(managed_by)
 
     def counts(self) -> dict[str, int]:
         return {
@@ -674,4 +691,5 @@ class Indexes:
             "pods": len(self.pods),
             "nodes": len(self.nodes),
             "endpointslices": len(self.slices),
+            "endpoints": len(self.endpoints),
         }

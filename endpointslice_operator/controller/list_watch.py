@@ -1,4 +1,5 @@
-"""List+watch without Kopf, for the kinds whose numbers matter: Pods, Services, EndpointSlices.
+"""List+watch without Kopf, for the kinds whose numbers matter: Pods, Services, EndpointSlices
+(and Endpoints, for the Endpoints the operator writes).
 
 Kopf runs every event through its per-object machinery (a worker task, a logger, a memory
 record kept until deletion, handler kwargs, cause detection), which measured at about three
@@ -50,7 +51,7 @@ GONE = 410
 
 Handler = Callable[[str | None, Mapping[str, Any]], None]
 
-KINDS = ("pods", "services", "endpointslices")
+KINDS = ("pods", "services", "endpointslices", "endpoints")
 
 
 class _Expired(Exception):
@@ -91,6 +92,10 @@ class ListWatcher:
             core = CoreV1Api(api_client)
             self._everywhere = core.list_service_for_all_namespaces
             self._namespaced = core.list_namespaced_service
+        elif kind == "endpoints":
+            core = CoreV1Api(api_client)
+            self._everywhere = core.list_endpoints_for_all_namespaces
+            self._namespaced = core.list_namespaced_endpoints
         elif kind == "endpointslices":
             discovery = DiscoveryV1Api(api_client)
             self._everywhere = discovery.list_endpoint_slice_for_all_namespaces

@@ -36,6 +36,8 @@ from endpointslice_operator.controller import heap
 from endpointslice_operator.controller.api_client import OperatorApiClient, resolve_env_proxy
 from endpointslice_operator.controller.budget import WriteBudget
 from endpointslice_operator.controller.claim_watch import watch_claims
+from endpointslice_operator.controller.endpoints_sync import EndpointsSyncer
+from endpointslice_operator.controller.endpoints_writer import EndpointsWriter
 from endpointslice_operator.controller.events import EventRecorder
 from endpointslice_operator.controller.handlers import EventRouter, register_handlers
 from endpointslice_operator.controller.health import HealthServer
@@ -49,6 +51,7 @@ from endpointslice_operator.controller.kopf_wiring import (
 )
 from endpointslice_operator.controller.leader import LeaderElector
 from endpointslice_operator.controller.list_watch import KINDS, ListWatcher
+from endpointslice_operator.controller.mirroring import MirroringSyncer
 from endpointslice_operator.controller.networks import NetworkAnnotations
 from endpointslice_operator.controller.queue import ServiceQueue
 from endpointslice_operator.controller.reset import RESET_PROBE_INTERVAL, Watermark
@@ -65,6 +68,9 @@ __all__ = ["Operator", "OperatorFailed"]
 
 log = logging.getLogger(__name__)
 
+ENDPOINTS_EVENT_COMPONENT = "endpoint-controller"
+MIRRORING_EVENT_COMPONENT = "endpoint-slice-mirroring-controller"
+"""Event source components of upstream's Endpoints and mirroring controllers."""
 RELIST_QUIET_PERIOD = 2.0
 """A re-listing counts as complete once no listing event has come for this long."""
 READINESS_POLL_INTERVAL = 0.05
@@ -153,7 +159,11 @@ class Operator:
             enabled_annotation=self.settings.enabled_annotation,
             selector_annotation=self.settings.selector_annotation,
             managed_by=self.settings.managed_by,
-            extra_annotations=self.networks.names,
+            extra_annotations=(
+                self.settings.endpoints_annotation,
+                self.settings.source_annotation,
+                *self.networks.names,
+            ),
         )
         self.topology = TopologyCache() if self.settings.topology_hints else None
 
@@ -239,6 +249,43 @@ class Operator:
                     on_reset=self._api_server_reset,
                 )
             ),
+            endpoints=EndpointsSyncer(
+                indexes=self.indexes,
+                index=self.indexes.endpoints,
+                writer=EndpointsWriter(api_client),
+                # Upstream's Endpoints controller records as "endpoint-controller".
+                recorder=EventRecorder(
+                    api_client,
+                    component=ENDPOINTS_EVENT_COMPONENT,
+                    instance=self.identity,
+                    budget=budget,
+                ),
+                managed_by=self.settings.managed_by,
+                annotation=self.settings.endpoints_annotation,
+                write_all=self.settings.write_endpoints,
+                budget=budget,
+                source_annotation=self.settings.source_annotation,
+            ),
+        )
+        mirroring = MirroringSyncer(
+            indexes=self.indexes,
+            api_client=api_client,
+            writer=SliceWriter(api_client),
+            recorder=EventRecorder(
+                api_client,
+                component=MIRRORING_EVENT_COMPONENT,
+                instance=self.identity,
+                budget=budget,
+            ),
+            config=self.config,
+            source_annotation=self.settings.source_annotation,
+            max_endpoints_per_subset=self.settings.max_endpoints_per_subset,
+            metrics=self.metrics.mirroring,
+            budget=budget,
+        )
+        syncer.mirroring = mirroring
+        self.indexes.endpoints.keep = lambda namespace, name: mirroring.mirrors(
+            f"{namespace}/{name}"
         )
         router = EventRouter(
             indexes=self.indexes,
@@ -249,6 +296,7 @@ class Operator:
             pressed=budget.pressed,
             backlog=budget.time_to_write,
         )
+        router.mirrors = mirroring.mirrors
         self.syncer, self.router = syncer, router
         await self._run_tasks(configuration, api_client, router, syncer)
 
@@ -283,6 +331,7 @@ class Operator:
             "pods": router.on_pod,
             "services": router.on_service,
             "endpointslices": router.on_slice,
+            "endpoints": router.on_endpoints,
         }
         watch_tasks = [
             asyncio.create_task(
@@ -357,7 +406,7 @@ class Operator:
 
     async def _watch_readiness(self, api_client: ApiClient, router: EventRouter) -> None:
         loop = asyncio.get_running_loop()
-        pending = {"services", "pods", "nodes", "endpointslices"}
+        pending = {"services", "pods", "nodes", "endpointslices", "endpoints"}
         expected: dict[str, int] = {}
         counted_at = -float("inf")
         while pending:
@@ -431,6 +480,8 @@ class Operator:
             call = core.read_namespaced_pod(name, namespace, _preload_content=False)
         elif kind == "services":
             call = core.read_namespaced_service(name, namespace, _preload_content=False)
+        elif kind == "endpoints":
+            call = core.read_namespaced_endpoints(name, namespace, _preload_content=False)
         else:
             call = discovery.read_namespaced_endpoint_slice(name, namespace, _preload_content=False)
         try:
@@ -453,6 +504,7 @@ class Operator:
                 "services": core.list_namespaced_service,
                 "pods": core.list_namespaced_pod,
                 "endpointslices": discovery.list_namespaced_endpoint_slice,
+                "endpoints": core.list_namespaced_endpoints,
             }[kind]
             calls = [namespaced(ns, limit=1, _preload_content=False) for ns in namespaces]
         else:
@@ -460,6 +512,7 @@ class Operator:
                 "services": core.list_service_for_all_namespaces,
                 "pods": core.list_pod_for_all_namespaces,
                 "endpointslices": discovery.list_endpoint_slice_for_all_namespaces,
+                "endpoints": core.list_endpoints_for_all_namespaces,
             }[kind]
             calls = [everywhere(limit=1, _preload_content=False)]
         total = 0

@@ -35,8 +35,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from endpointslice_operator.controller.budget import WriteBudget
+from endpointslice_operator.controller.endpoints_sync import EndpointsSyncer
 from endpointslice_operator.controller.events import WARNING, EventRecorder
 from endpointslice_operator.controller.indexes import Indexes, ServiceEntry, split_key
+from endpointslice_operator.controller.mirroring import MirroringSyncer
 from endpointslice_operator.controller.networks import (
     REASON_INVALID_NETWORK,
     REASON_PODS_LEFT_OUT,
@@ -111,8 +113,14 @@ class ServiceSyncer:
         plan_after_budget: bool = True,
         networks: NetworkAnnotations | None = None,
         want_claims: Callable[[], None] | None = None,
+        endpoints: EndpointsSyncer | None = None,
+        mirroring: MirroringSyncer | None = None,
     ) -> None:
         self.indexes = indexes
+        self.mirroring = mirroring
+        """Syncs the Services whose slices mirror their Endpoints object (None: never)."""
+        self.endpoints = endpoints
+        """Writes the core/v1 Endpoints of the Services that want them (None: never)."""
         self.writer = writer
         self.recorder = recorder
         self.metrics = metrics
@@ -145,6 +153,10 @@ class ServiceSyncer:
         self.tracker = EndpointSliceTracker()
         self.trigger_times = TriggerTimeTracker()
         self._reported.clear()
+        if self.endpoints is not None:
+            self.endpoints.start_term()
+        if self.mirroring is not None:
+            self.mirroring.start_term()
 
     async def sync(self, key: str) -> None:
         """Sync one Service; raises to have the queue retry it."""
@@ -166,7 +178,22 @@ class ServiceSyncer:
         entry = self.indexes.services.get(key)
         if entry is None:
             self._forget(key)
+            if self.mirroring is not None:
+                await self.mirroring.service_gone(key, self.tracker)
+            if self.endpoints is not None:
+                await self.endpoints.service_gone(key)
             return
+        if self.mirroring is not None and self.mirroring.applies(entry):
+            if self.metrics_cache.address_types(entry.key):
+                # Its slices now mirror Endpoints: they leave the slice controller's gauges.
+                self.metrics_cache.delete_service(entry.key)
+                self._publish_gauges()
+            await self.mirroring.sync(entry, self.tracker)
+            if self.endpoints is not None:
+                await self.endpoints.sync(entry)  # deletes an Endpoints object of ours, if any
+            return
+        if self.mirroring is not None:
+            self.mirroring.metrics.forget(entry.key)
         status = entry.decision.status
         if status is Status.INVALID_SELECTOR:
             await self.recorder.record(
@@ -178,6 +205,8 @@ class ServiceSyncer:
             return
         if status is not Status.MANAGED:
             await self._clean_up(entry)
+            if self.endpoints is not None:
+                await self.endpoints.sync(entry)  # deletes the Endpoints of ours, if any
             return
         await self._check_conflict(entry)
         await self._warn_once(
@@ -188,6 +217,8 @@ class ServiceSyncer:
             f"{self.indexes.services.selector_annotation} is ignored; remove one of them.",
         )
         await self._reconcile(entry)
+        if self.endpoints is not None:
+            await self.endpoints.sync(entry)
 
     def _forget(self, key: str) -> None:
         """The Service is gone: drop its in-memory state (the garbage collector removes its

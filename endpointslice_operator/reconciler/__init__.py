@@ -5,6 +5,16 @@ A Python port of Kubernetes' ``k8s.io/endpointslice`` reconciler. See ``docs/rec
 
 from .compact import compact_slice
 from .config import ReconcilerConfig
+from .core_endpoints import (
+    ANNOTATION_OVER_CAPACITY,
+    LABEL_SKIP_MIRROR,
+    EndpointsPlan,
+    endpoint_subsets_for_service,
+    endpoints_need_update,
+    plan_endpoints,
+    repack_subsets,
+    truncate_subsets,
+)
 from .desired import (
     DesiredEndpoints,
     EndpointGroup,
@@ -26,6 +36,15 @@ from .labels import (
     labels_from_service,
 )
 from .metrics_cache import EfficiencyInfo
+from .mirroring import (
+    MIRRORING_CONTROLLER_NAME,
+    MirroredEndpoints,
+    desired_from_endpoints,
+    mirrored_annotations,
+    mirroring_labels,
+    plan_mirroring,
+    should_mirror,
+)
 from .plan import AddressTypeMetrics, Plan, PlanEvent
 from .planner import Reconciler
 from .records import PodRecord, as_pod_record, pod_record
@@ -42,13 +61,16 @@ from .sources import (
 from .topology import TopologyCache
 
 __all__ = [
+    "ANNOTATION_OVER_CAPACITY",
     "ANNOTATION_TOPOLOGY_AWARE_HINTS",
     "ANNOTATION_TOPOLOGY_MODE",
     "LABEL_HEADLESS",
     "LABEL_MANAGED_BY",
     "LABEL_SERVICE_NAME",
+    "LABEL_SKIP_MIRROR",
     "LABEL_TOPOLOGY_ZONE",
     "LAST_CHANGE_TRIGGER_TIME",
+    "MIRRORING_CONTROLLER_NAME",
     "UPSTREAM_CONTROLLER_NAME",
     "AddressSource",
     "AddressTypeMetrics",
@@ -59,8 +81,10 @@ __all__ = [
     "EfficiencyInfo",
     "Endpoint",
     "EndpointGroup",
+    "EndpointsPlan",
     "LabelsFunc",
     "LeftOut",
+    "MirroredEndpoints",
     "MultusNetwork",
     "Plan",
     "PlanEvent",
@@ -72,10 +96,20 @@ __all__ = [
     "address_types_for_service",
     "as_pod_record",
     "compact_slice",
+    "desired_from_endpoints",
     "desired_from_service_pods",
     "endpoint_from_dict",
+    "endpoint_subsets_for_service",
+    "endpoints_need_update",
     "format_trigger_time",
     "labels_from_service",
+    "mirrored_annotations",
+    "mirroring_labels",
+    "plan_endpoints",
+    "plan_mirroring",
     "plan_service",
     "pod_record",
+    "repack_subsets",
+    "should_mirror",
+    "truncate_subsets",
 ]

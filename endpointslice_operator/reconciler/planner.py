@@ -112,11 +112,15 @@ class Reconciler:
         traffic_distribution: str | None = None,
         labels: LabelsFunc | None = None,
         trigger_time: datetime | None = None,
+        annotations: Mapping[str, str] | None = None,
     ) -> Plan:
         """Plan the writes for ``owner`` (default labels: ``labels_from_service(owner)``).
 
         ``trigger_time`` is written as the last-change-trigger-time annotation on every slice
-        created or updated; ``None`` removes it from them.
+        created or updated; ``None`` removes it from them. ``annotations`` (the mirroring
+        controller's copied annotations), when given, are exactly the other annotations of every
+        slice written, and an existing slice whose annotations differ is rewritten; ``None``
+        (the slice controller) keeps whatever annotations a slice has.
         """
         own = Owner.of(owner)
         labels_fn = labels if labels is not None else _labels_from_service(owner)
@@ -161,6 +165,7 @@ class Reconciler:
                 use_td=use_td,
                 traffic_distribution=traffic_distribution,
                 stamp=stamp,
+                annotations=annotations,
             )
         # Upstream deletes these after reconciling the supported types, and never recycles them.
         plan.deletes.extend(unsupported)
@@ -196,6 +201,7 @@ class Reconciler:
         use_td: bool,
         traffic_distribution: str | None,
         stamp: str | None,
+        annotations: Mapping[str, str] | None = None,
     ) -> None:
         max_per_slice = self.config.max_endpoints_per_slice
         controller = self.config.controller_name
@@ -213,7 +219,14 @@ class Reconciler:
         for ports, group in groups.items():
             group_existing = existing_by_ports.get(ports, [])
             group_creates, group_updates, group_deletes = self._plan_port_group(
-                own, group, group_existing, labels_fn, controller, max_per_slice, metrics
+                own,
+                group,
+                group_existing,
+                labels_fn,
+                controller,
+                max_per_slice,
+                metrics,
+                annotations,
             )
             metrics.port_cache[port_key_text(ports)] = EfficiencyInfo(
                 endpoints=len(group.endpoints),
@@ -260,7 +273,9 @@ class Reconciler:
             use_td=use_td,
             traffic_distribution=traffic_distribution,
         )
-        self._finalize(plan, own, address_type, create_dicts, update_dicts, deletes, stamp)
+        self._finalize(
+            plan, own, address_type, create_dicts, update_dicts, deletes, stamp, annotations
+        )
 
     def _plan_port_group(
         self,
@@ -271,6 +286,7 @@ class Reconciler:
         controller: str,
         max_per_slice: int,
         metrics: AddressTypeMetrics,
+        annotations: Mapping[str, str] | None = None,
     ) -> tuple[list[_Work], list[_Work], list[SliceView]]:
         """Upstream ``reconcileByPortMapping``: keep, top up, then fill (B.5)."""
         wanted: dict[EndpointKey, Endpoint] = dict(group.endpoints)
@@ -288,6 +304,8 @@ class Reconciler:
                     if want.state != state:
                         changed = True
             slice_labels, labels_changed = labels_fn(view.labels, controller)
+            if annotations is not None and not labels_changed:
+                labels_changed = _annotations_of(view.raw) != annotations
             if changed or len(kept) != len(view.keys):
                 removed += len(view.keys) - len(kept)
                 if kept:
@@ -386,6 +404,7 @@ class Reconciler:
         updates: list[dict[str, Any]],
         deletes: list[SliceView],
         stamp: str | None,
+        wanted_annotations: Mapping[str, str] | None = None,
     ) -> None:
         """Upstream ``finalize`` minus the API calls: recycle creates into deletes, stamp."""
         index = 0
@@ -404,7 +423,9 @@ class Reconciler:
         for slice_ in (*creates, *updates):
             metadata = slice_.setdefault("metadata", {})
             annotations = metadata.get("annotations")
-            if not isinstance(annotations, dict):
+            if wanted_annotations is not None:
+                annotations = metadata["annotations"] = dict(wanted_annotations)
+            elif not isinstance(annotations, dict):
                 annotations = metadata["annotations"] = {}
             if stamp is not None:
                 annotations[LAST_CHANGE_TRIGGER_TIME] = stamp
@@ -416,6 +437,12 @@ class Reconciler:
         plan.creates.extend(creates)
         plan.updates.extend(updates)
         plan.deletes.extend(view.raw for view in deletes)
+
+
+def _annotations_of(slice_: Mapping[str, Any]) -> dict[str, Any]:
+    metadata = slice_.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    return dict(annotations) if isinstance(annotations, Mapping) else {}
 
 
 def _name(slice_: Mapping[str, Any]) -> str:

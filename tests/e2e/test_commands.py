@@ -26,6 +26,12 @@ def test_demo_runs_and_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
     assert "0 create (POST), 1 update (PUT), 0 delete" in steps[2]
     assert "120 pods" in steps[3]
     assert "zone-a" in out and "zone-b" in out and "zone-c" in out
+    # the core/v1 Endpoints follow each step; then a mirrored Endpoints object
+    assert "Endpoints demo/web (core/v1): 5 ready, 0 not ready" in steps[1]
+    assert "Endpoints demo/web (core/v1): 4 ready, 1 not ready" in steps[2]
+    assert "Endpoints demo/web (core/v1): 119 ready, 1 not ready" in steps[3]
+    assert "source: endpoints" in steps[4]
+    assert "192.0.2.12" in steps[4] and "1 create (POST)" in steps[4]
 
 
 def test_demo_takes_the_operators_flags(capsys: pytest.CaptureFixture[str]) -> None:
@@ -185,3 +191,33 @@ async def test_cleanup_deletes_only_our_slices(tmp_path: Path) -> None:
         assert remaining == {"web-kcm"}
         assert ours and theirs
         assert emu.requests.count(verb="delete", resource="endpointslices") == 3
+
+
+async def test_cleanup_deletes_our_endpoints_objects_too() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        for name, labels in (
+            ("web", {"endpointslice.kubernetes.io/managed-by": "endpointslice-operator.io"}),
+            ("db", {"hand": "made"}),
+        ):
+            emu.store.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Endpoints",
+                    "metadata": {"name": name, "namespace": NS, "labels": labels},
+                    "subsets": [],
+                }
+            )
+        kubeconfig = str(emu.kubeconfig_path)
+        code, out, _ = await _cli("cleanup", "--kubeconfig", kubeconfig, "--dry-run")
+        assert (code, out) == (
+            0,
+            [
+                f"would delete endpoints {NS}/web",
+                "would delete 1 Endpoints object(s) managed by endpointslice-operator.io",
+                "would delete 0 EndpointSlice(s) managed by endpointslice-operator.io",
+            ],
+        )
+        code, out, _ = await _cli("cleanup", "--kubeconfig", kubeconfig)
+        assert out[0] == f"deleted endpoints {NS}/web"
+        assert {e["metadata"]["name"] for e in emu.store.list("endpoints", NS)} == {"db"}

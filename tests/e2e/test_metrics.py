@@ -73,3 +73,45 @@ async def test_metrics_after_a_known_sequence() -> None:
             assert m["endpoint_slice_controller_num_endpoint_slices"] == 0
             assert m["endpoint_slice_controller_desired_endpoint_slices"] == 0
             assert 'endpoint_slice_controller_changes{operation="delete"}' not in m  # GC did it
+
+
+async def test_mirroring_metrics() -> None:
+    """Upstream's endpoint_slice_mirroring_controller_* for a Service mirroring its Endpoints;
+    the slice controller's gauges do not count it."""
+    async with run_emulator() as emu:
+        cluster(emu)
+        emu.store.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Endpoints",
+                "metadata": {"name": "db", "namespace": NS},
+                "subsets": [
+                    {
+                        "addresses": [{"ip": "192.0.2.1"}, {"ip": "192.0.2.2"}],
+                        "notReadyAddresses": [{"ip": "not-an-ip"}],
+                        "ports": [{"port": 5432, "protocol": "TCP"}],
+                    }
+                ],
+            }
+        )
+        service(emu, "db", annotations={"endpointslice-operator.io/source": "endpoints"})
+        async with running_operator(emu, serve_health=True) as op:
+            assert op.health is not None
+            await eventually(lambda: len(addresses(emu, "db")) == 2)
+            await settle(op)
+            m = await scrape(op.health.url)
+            prefix = "endpoint_slice_mirroring_controller"
+            assert m[f'{prefix}_changes{{operation="create"}}'] == 1
+            assert m[f"{prefix}_endpoints_added_per_sync_sum"] == 2
+            assert m[f"{prefix}_addresses_skipped_per_sync_sum"] == 1
+            assert m[f"{prefix}_endpoints_desired"] == 2
+            assert m[f"{prefix}_num_endpoint_slices"] == 1
+            assert m[f"{prefix}_desired_endpoint_slices"] == 1
+            assert m[f"{prefix}_endpoints_sync_duration_count"] >= 1
+            assert m["endpoint_slice_controller_endpoints_desired"] == 0
+            emu.store.delete("services", NS, "db")
+            await eventually(lambda: slices(emu, "db") == [])
+            await settle(op)
+            m = await scrape(op.health.url)
+            assert m[f"{prefix}_endpoints_desired"] == 0
+            assert m[f'{prefix}_changes{{operation="delete"}}'] == 1

@@ -17,10 +17,13 @@ from endpointslice_operator.testing import Emulator
 from tests.reliability.invariants import (
     CONTROLLER_NAME_LABEL,
     ENABLED,
+    ENDPOINTS,
     LABEL_MANAGED_BY,
     LABEL_SERVICE_NAME,
     MANAGED_BY,
     SELECTOR,
+    SKIP_MIRROR,
+    SOURCE,
 )
 
 JSON = dict[str, Any]
@@ -58,6 +61,8 @@ class Churn:
     counts: Counter[str] = field(default_factory=Counter)
     foreign: dict[tuple[str, str], str] = field(default_factory=dict)
     """Slices of other controllers: (namespace, name) -> resourceVersion at creation."""
+    foreign_endpoints: dict[tuple[str, str], str] = field(default_factory=dict)
+    """Endpoints objects not ours, named after Services that ask for Endpoints."""
     _serial: int = 0
 
     def __post_init__(self) -> None:
@@ -92,6 +97,28 @@ class Churn:
             self.create_pod()
         self.counts.clear()
         self._foreign_slices()
+        self._foreign_endpoints()
+
+    def _foreign_endpoints(self) -> None:
+        """Per namespace, one Endpoints object made by someone else, in the way of a Service
+        that asks for Endpoints of ours: never to be touched."""
+        for namespace in NAMESPACES:
+            services = self.emu.store.list("services", namespace)
+            if not services:
+                continue
+            service = services[0]
+            service["metadata"].setdefault("annotations", {})[ENDPOINTS] = "true"
+            self.emu.store.update(service)
+            created = self.emu.store.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Endpoints",
+                    "metadata": {"name": service["metadata"]["name"], "namespace": namespace},
+                    "subsets": [{"addresses": [{"ip": "10.251.0.1"}], "ports": [{"port": 1}]}],
+                }
+            )
+            key = (namespace, created["metadata"]["name"])
+            self.foreign_endpoints[key] = created["metadata"]["resourceVersion"]
 
     def _foreign_slices(self) -> None:
         """Slices our operator must never touch, some labelled for Services it manages."""
@@ -144,6 +171,8 @@ class Churn:
             (self.change_ports, 2),
             (self.change_zone, 2),
             (self.toggle_opt_in, 3),
+            (self.toggle_endpoints, 2),
+            (self.mirror, 4),
         ]
         actions, weights = zip(*mutations, strict=True)
         self.rng.choices(actions, weights)[0]()
@@ -195,6 +224,8 @@ class Churn:
             spec["clusterIP"] = "None"
         if self.rng.random() < 0.2:
             spec["publishNotReadyAddresses"] = True
+        if self.rng.random() < 0.3:
+            annotations[ENDPOINTS] = "true"
         self.emu.store.create(
             {
                 "apiVersion": "v1",
@@ -348,3 +379,103 @@ class Churn:
             labels[CONTROLLER_NAME_LABEL] = MANAGED_BY
         self.emu.store.update(service)
         self.counts["toggle_opt_in"] += 1
+
+    def toggle_endpoints(self) -> None:
+        """Ask for the Service's core/v1 Endpoints, or stop asking."""
+        services = [
+            s
+            for s in self._services()
+            if (s["metadata"]["namespace"], s["metadata"]["name"]) not in self.foreign_endpoints
+        ]
+        if not services:
+            return
+        service = self.rng.choice(services)
+        annotations = service["metadata"].setdefault("annotations", {})
+        if annotations.pop(ENDPOINTS, None) is None:
+            annotations[ENDPOINTS] = "true"
+        self.emu.store.update(service)
+        self.counts["toggle_endpoints"] += 1
+
+    def mirror(self) -> None:
+        """Mirroring Services (``source: endpoints``) and their hand-made Endpoints: create a
+        pair, change the Endpoints' addresses, readiness or ports, delete one of the two, or
+        put a selector on the Service (a conflicting source)."""
+        namespace = self.rng.choice(NAMESPACES)
+        mirrored = [
+            s
+            for s in self.emu.store.list("services", namespace)
+            if (s["metadata"].get("annotations") or {}).get(SOURCE) == "endpoints"
+        ]
+        choice = self.rng.random()
+        if not mirrored or (choice < 0.25 and len(self._services()) < MAX_SERVICES):
+            name = f"mirror-{self._next()}"
+            self.emu.store.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Service",
+                    "metadata": {
+                        "name": name,
+                        "namespace": namespace,
+                        "annotations": {ENABLED: "true", SOURCE: "endpoints"},
+                    },
+                    "spec": {"ports": [{"name": "pg", "port": 5432}]},
+                }
+            )
+            self._put_endpoints(namespace, name)
+            self.counts["mirror_create"] += 1
+            return
+        service = self.rng.choice(mirrored)
+        name = service["metadata"]["name"]
+        if choice < 0.75:
+            self._put_endpoints(namespace, name)
+            self.counts["mirror_change"] += 1
+        elif choice < 0.85:
+            if self.emu.store.get("endpoints", namespace, name) is not None:
+                self.emu.store.delete("endpoints", namespace, name)
+            self.counts["mirror_delete_endpoints"] += 1
+        elif choice < 0.93:
+            self.emu.store.delete("services", namespace, name)
+            self.counts["mirror_delete_service"] += 1
+        else:
+            annotations = service["metadata"].setdefault("annotations", {})
+            if SELECTOR in annotations:
+                del annotations[SELECTOR]
+            else:
+                annotations[SELECTOR] = "app=db"
+            self.emu.store.update(service)
+            self.counts["mirror_conflict"] += 1
+
+    def _put_endpoints(self, namespace: str, name: str) -> None:
+        subsets = []
+        for _ in range(self.rng.randint(1, 3)):
+            ports = [{"name": "pg", "port": self.rng.choice((5432, 5433)), "protocol": "TCP"}]
+            addresses = [
+                f"10.252.{self.rng.randrange(4)}.{self.rng.randrange(1, 40)}"
+                for _ in range(self.rng.randint(0, 30))
+            ]
+            if self.rng.random() < 0.2:
+                addresses.append(f"fd01::{self.rng.randrange(1, 200):x}")
+            ready = [{"ip": ip} for ip in addresses if self.rng.random() < 0.8]
+            not_ready = [{"ip": ip} for ip in addresses if {"ip": ip} not in ready]
+            subset: JSON = {"ports": ports}
+            if ready:
+                subset["addresses"] = ready
+            if not_ready:
+                subset["notReadyAddresses"] = not_ready
+            subsets.append(subset)
+        body: JSON = {
+            "apiVersion": "v1",
+            "kind": "Endpoints",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": {SKIP_MIRROR: "true"},
+            },
+            "subsets": subsets,
+        }
+        current = self.emu.store.get("endpoints", namespace, name)
+        if current is None:
+            self.emu.store.create(body)
+        else:
+            current["subsets"] = subsets
+            self.emu.store.update(current)

@@ -15,7 +15,12 @@ For each seed, on virtual time (looptime; the backoff and the Lease expiry cost 
 4. faults off; then, once converged: every managed Service's slices equal a fresh plan (planning
    again writes nothing), no endpoint twice in a port group, no slice of ours for a Service
    that is gone or no longer managed, no write ever named a foreign slice, and nothing logged an
-   unhandled exception.
+   unhandled exception. The same for the two other controllers: the core/v1 Endpoints of the
+   Services that ask for them (``<prefix>/endpoints``, toggled at random) equal a fresh plan,
+   none of ours is left for a Service that does not ask, and the Endpoints objects in the way
+   (someone else's) are never written; the slices of mirroring Services (``<prefix>/source:
+   endpoints``, whose hand-made Endpoints change, go and come back) equal a fresh mirroring
+   plan.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ CONVERGENCE_TIMEOUT = 3600.0
 CHAOS_FAULTS = FaultConfig(
     fail_rate=0.2,
     conflict_rate=0.1,
-    fault_resources={"endpointslices", "events", "leases"},
+    fault_resources={"endpointslices", "events", "leases", "endpoints"},
     watch_drop_seconds=3.0,
     gone_rate=0.5,
     retry_after_seconds=1,
@@ -126,6 +131,7 @@ async def chaos(seed: int, workdir: Path, caplog: pytest.LogCaptureFixture) -> O
             await first.stop()
         assert report.managed > 0
         assert foreign_writes(emu, churn.foreign) == []
+        assert foreign_writes(emu, churn.foreign_endpoints, "endpoints") == []
         assert unhandled(caplog.records) == []
         return Outcome(
             seed=seed,

@@ -94,20 +94,24 @@ EXPECTED = {
     ("", "pods"): READ,
     ("", "services"): READ,
     ("", "nodes"): READ,
+    ("", "endpoints"): READ,
     ("discovery.k8s.io", "endpointslices"): READ | {"create", "update", "patch", "delete"},
     ("", "events"): {"create", "patch"},
     ("events.k8s.io", "events"): {"create", "patch"},
 }
+#: With ``writeEndpoints`` (or ``endpoints.write``), Endpoints are written too.
+WRITING_ENDPOINTS = {**EXPECTED, ("", "endpoints"): READ | {"create", "update", "delete"}}
 
 
-@pytest.mark.parametrize("value_set", ["defaults", "namespaced", "everything"])
+@pytest.mark.parametrize("value_set", ["defaults", "namespaced", "everything", "write-endpoints"])
 def test_rbac_grants_exactly_what_the_operator_needs(value_set: str) -> None:
     objects = rendered(value_set)
+    grants = WRITING_ENDPOINTS if value_set == "write-endpoints" else EXPECTED
     for verb, (group, resource) in itertools.product(VERBS, RESOURCES):
         if resource == "leases":
             continue
         namespace = "" if resource in CLUSTER_SCOPED else "team-a"
-        expected = verb in EXPECTED.get((group, resource), set())
+        expected = verb in grants.get((group, resource), set())
         assert allowed(objects, verb, group, resource, namespace, "x") == expected, (
             verb,
             group,

@@ -27,6 +27,7 @@ def exported_samples() -> dict[str, set[str]]:
     metrics.observe_slices_changed(1, topology="Disabled", traffic_distribution="")
     metrics.services_count_by_traffic_distribution.labels("PreferClose").set(1)
     metrics.leader.set(1)
+    metrics.mirroring.changes("create")
     queue = metrics.workqueue
     queue.register_queue("endpoint_slice", _IdleQueue())
     queue.observe_add("endpoint_slice")

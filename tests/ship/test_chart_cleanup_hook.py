@@ -45,7 +45,8 @@ def test_a_post_delete_job_with_its_own_account_and_rbac() -> None:
             "apiGroups": ["discovery.k8s.io"],
             "resources": ["endpointslices"],
             "verbs": ["list", "delete"],
-        }
+        },
+        {"apiGroups": [""], "resources": ["endpoints"], "verbs": ["list", "delete"]},
     ]
 
 

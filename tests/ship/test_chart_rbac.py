@@ -14,6 +14,7 @@ ALLOWED: dict[tuple[str, str], set[str]] = {
     ("", "services"): READ,
     ("", "pods"): READ,
     ("", "nodes"): READ,
+    ("", "endpoints"): READ,
     ("discovery.k8s.io", "endpointslices"): READ | {"create", "update", "patch", "delete"},
     ("", "events"): {"create", "patch"},
     ("events.k8s.io", "events"): {"create", "patch"},
@@ -60,15 +61,38 @@ def test_nothing_on_secrets(objects: list[dict[str, Any]]) -> None:
         assert "serviceaccounts" not in rule["resources"]
 
 
-def test_only_the_expected_grants(objects: list[dict[str, Any]]) -> None:
+#: Endpoints writes, only with ``writeEndpoints`` or ``endpoints.write``.
+ENDPOINTS_WRITES = {"create", "update", "delete"}
+ENDPOINTS_WRITING_SETS = {"write-endpoints", "endpoints-annotation-writes"}
+
+
+def test_only_the_expected_grants(objects: list[dict[str, Any]], value_set: str) -> None:
+    allowed = dict(ALLOWED)
+    if value_set in ENDPOINTS_WRITING_SETS:
+        allowed[("", "endpoints")] = READ | ENDPOINTS_WRITES
+    if value_set.startswith("cleanup-hook"):
+        # the uninstall hook deletes our Endpoints too (test_chart_cleanup_hook.py)
+        allowed[("", "endpoints")] = READ | {"delete"}
     for key, verbs in _grants(objects).items():
-        assert key in ALLOWED, f"unexpected grant on {key}"
-        assert verbs <= ALLOWED[key], f"{key}: {verbs - ALLOWED[key]} not allowed"
+        assert key in allowed, f"unexpected grant on {key}"
+        assert verbs <= allowed[key], f"{key}: {verbs - allowed[key]} not allowed"
 
 
-def test_writes_only_endpointslices_events_and_leases(objects: list[dict[str, Any]]) -> None:
+def test_writes_only_endpointslices_events_and_leases(
+    objects: list[dict[str, Any]], value_set: str
+) -> None:
     written = {resource for (_, resource), verbs in _grants(objects).items() if verbs & WRITES}
+    if value_set in ENDPOINTS_WRITING_SETS or value_set.startswith("cleanup-hook"):
+        assert "endpoints" in written
+        written.discard("endpoints")
     assert written <= {"endpointslices", "events", "leases"}
+
+
+def test_endpoints_are_written_only_when_enabled() -> None:
+    for value_set in ("defaults", "namespaced", *sorted(ENDPOINTS_WRITING_SETS)):
+        verbs = _grants(rendered(value_set))[("", "endpoints")]
+        expected = READ | ENDPOINTS_WRITES if value_set in ENDPOINTS_WRITING_SETS else READ
+        assert verbs == expected, value_set
 
 
 def test_everything_the_operator_needs_is_granted() -> None:

@@ -78,6 +78,8 @@ def test_non_default_values_reach_the_operator(tmp_path: Path) -> None:
         "log_level": "debug",
         "topology_hints": False,
         "prefer_same_traffic_distribution": False,
+        "write_endpoints": True,
+        "max_endpoints_per_subset": 500,
     }
     assert set(given) == set(HELM_VALUES)
     values: dict[str, Any] = {}

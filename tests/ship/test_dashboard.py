@@ -9,7 +9,10 @@ from typing import Any
 from scripts.render_manifests import DASHBOARD_SOURCE
 from tests.ship.exposition import exported_samples
 
-METRIC = re.compile(r"\b(endpoint_slice_controller_\w+|workqueue_\w+|endpointslice_operator_\w+)")
+METRIC = re.compile(
+    r"\b(endpoint_slice_controller_\w+|endpoint_slice_mirroring_controller_\w+|workqueue_\w+"
+    r"|endpointslice_operator_\w+)"
+)
 SELECTOR = re.compile(r"(\w+)\{([^}]*)\}")
 
 

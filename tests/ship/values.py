@@ -38,6 +38,8 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         "grafanaDashboard": {"enabled": True, "namespace": "monitoring"},
     },
     "single-no-leader-election": {"leaderElection": {"enabled": False}},
+    "write-endpoints": {"writeEndpoints": True},
+    "endpoints-annotation-writes": {"endpoints": {"write": True}, "namespaces": ["team-a"]},
     "cleanup-hook": {"cleanupOnUninstall": {"enabled": True}},
     "cleanup-hook-namespaced": {
         "cleanupOnUninstall": {"enabled": True},
@@ -132,6 +134,8 @@ HELM_VALUES: dict[str, str] = {
     "log_level": "logLevel",
     "topology_hints": "topologyHints",
     "prefer_same_traffic_distribution": "preferSameTrafficDistribution",
+    "write_endpoints": "writeEndpoints",
+    "max_endpoints_per_subset": "maxEndpointsPerSubset",
 }
 
 
