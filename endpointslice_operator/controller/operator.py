@@ -30,7 +30,7 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
 import kopf
@@ -346,16 +346,7 @@ class Operator:
         }
         watch_tasks = [
             asyncio.create_task(
-                ListWatcher(
-                    api_client,
-                    kind,
-                    handlers[kind],
-                    namespaces=namespaces,
-                    server_timeout=WATCH_SERVER_TIMEOUT,
-                    client_timeout=WATCH_CLIENT_TIMEOUT,
-                    watermark=router.watermark,
-                    on_reset=self._api_server_reset,
-                ).run(),
+                self._watcher(api_client, router, kind, handlers[kind]).run(),
                 name=f"{kind}-watch",
             )
             for kind in ALWAYS_WATCHED
@@ -496,17 +487,30 @@ class Operator:
                 router.requeue(waiting)
 
         log.info("watching Endpoints (a Service or --write-endpoints needs them)")
-        await ListWatcher(
+        await self._watcher(
+            api_client, router, "endpoints", router.on_endpoints, on_listed=listed
+        ).run()
+
+    def _watcher(
+        self,
+        api_client: ApiClient,
+        router: EventRouter,
+        kind: str,
+        handler: Callable[[str | None, Mapping[str, Any]], None],
+        on_listed: Callable[[str | None], None] | None = None,
+    ) -> ListWatcher:
+        """A list-watch of ``kind`` in the watched scope, into ``handler``."""
+        return ListWatcher(
             api_client,
-            "endpoints",
-            router.on_endpoints,
-            namespaces=namespaces,
+            kind,
+            handler,
+            namespaces=list(self.settings.namespaces),
             server_timeout=WATCH_SERVER_TIMEOUT,
             client_timeout=WATCH_CLIENT_TIMEOUT,
             watermark=router.watermark,
             on_reset=self._api_server_reset,
-            on_listed=listed,
-        ).run()
+            on_listed=on_listed,
+        )
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(coro)
