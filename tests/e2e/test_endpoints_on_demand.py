@@ -153,10 +153,10 @@ async def test_mirrored_slices_are_kept_while_the_endpoints_are_listed() -> None
         [before] = slices(emu, "db")
         emu.requests.clear()
 
-        # Every Endpoints listing (the start-up look for ours, then the watch's) takes 1 s.
+        # Every Endpoints listing (the start-up look for ours, then the watch's) takes 2 s.
         emu.faults.fault_verbs = {"list"}
         emu.faults.fault_resources = {"endpoints"}
-        emu.faults.latency = 1.0
+        emu.faults.latency = 2.0
         async with running_operator(emu) as op:
             await eventually(lambda: op.indexes.endpoints.wanted)
             assert not op.indexes.endpoints.synced
