@@ -120,8 +120,7 @@ async def watch_claims(
     claims.version = version
     log.info("watching %s/%s %s (a Service uses a device network)", GROUP, version, PLURAL)
 
-    scopes: list[str | None] = list(namespaces) or [None]
-    listed_scopes: set[str | None] = set()
+    scopes = len(namespaces) or 1
     # Per namespace, the names of the claims the running listing of its scope delivered.
     seen: dict[str, set[str]] = {}
 
@@ -145,10 +144,9 @@ async def watch_claims(
             stale = [key for key in claims.claims if key[0] == scope and key[1] not in names]
         for namespace, name in stale:
             router.on_claim("DELETED", {"metadata": {"namespace": namespace, "name": name}})
-        listed_scopes.add(scope)
-        # Synced once every scope has been listed.
-        if not claims.synced and len(listed_scopes) == len(scopes):
-            claims.synced = True
+        # Synced once every scope has been listed: every device-network Service is queued
+        # again (also those that only got told why claims could not be read).
+        if claims.scope_listed(scope, scopes) is not None:
             router.requeue(_device_network_services(indexes, device_annotation))
 
     watcher = ListWatcher(

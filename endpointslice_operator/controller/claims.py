@@ -13,6 +13,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from endpointslice_operator.controller.on_demand import OnDemand
+
 __all__ = ["GROUP", "PLURAL", "VERSIONS", "ClaimIndex", "pick_version", "slim_claim"]
 
 log = logging.getLogger(__name__)
@@ -70,17 +72,15 @@ def slim_claim(claim: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-class ClaimIndex:
-    """Slim ResourceClaims by ``(namespace, name)``, and the watch's state."""
+class ClaimIndex(OnDemand):
+    """Slim ResourceClaims by ``(namespace, name)``, and the watch's state (started by the
+    first Service that uses a device network, see :class:`~.on_demand.OnDemand`)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.claims: dict[tuple[str, str], dict[str, Any]] = {}
-        self.wanted = False
-        """Some managed Service uses a device network: the watch should run."""
         self.version: str | None = None
         """The served version being watched (None before discovery)."""
-        self.synced = False
-        """The initial listing is in."""
         self.unavailable: str | None = None
         """Why claims cannot be watched (no served version), if so."""
 

@@ -8,6 +8,12 @@ the way of a Service it would write Endpoints for. In a cluster where kube-contr
 writes Endpoints for every selector Service, holding them all whole would cost memory in
 proportion to every pod of the cluster.
 An Endpoints object is named after its Service, so it is indexed by the Service's key.
+
+The index is filled by a list-watch started only when something needs it (``--write-endpoints``,
+or the first sync of a Service that asks for Endpoints or mirrors them; see
+:class:`~.on_demand.OnDemand`): in a cluster where kube-controller-manager rewrites an Endpoints
+object on every pod readiness change, watching them costs every install one decoded event per
+pod change.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from endpointslice_operator.controller.on_demand import OnDemand
 
 __all__ = ["LABEL_MANAGED_BY", "EndpointsIndex", "endpoints_key"]
 
@@ -33,10 +41,12 @@ def endpoints_key(obj: Mapping[str, Any]) -> tuple[str, str]:
     return str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
 
 
-class EndpointsIndex:
-    """Endpoints objects by ``namespace/name`` (the key of the Service they belong to)."""
+class EndpointsIndex(OnDemand):
+    """Endpoints objects by ``namespace/name`` (the key of the Service they belong to), and
+    the state of their watch."""
 
     def __init__(self, managed_by: str, keep: Callable[[str, str], bool] | None = None) -> None:
+        super().__init__()
         self.managed_by = managed_by
         self.keep = keep
         """Whether someone else's Endpoints object (namespace, name) is to be held whole (the

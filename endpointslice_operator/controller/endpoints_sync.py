@@ -20,6 +20,10 @@ deleted, the Endpoints object of ours is deleted. Writes spend the same write bu
 writes and fail the sync the same way (the queue retries with backoff). Failed writes are
 recorded as upstream records them: ``FailedToCreateEndpoint`` / ``FailedToUpdateEndpoint``
 Warning Events on the Endpoints object.
+
+The Endpoints are watched only once something needs them (``--write-endpoints``, or the first
+Service that asks, see :class:`~.on_demand.OnDemand`); until their first listing is in, a
+Service that asks gets nothing written (an Endpoints object of someone else's may be there).
 """
 
 from __future__ import annotations
@@ -115,8 +119,12 @@ class EndpointsSyncer:
 
     async def sync(self, entry: ServiceEntry) -> None:
         namespace, name = split_key(entry.key)
-        existing = self.index.get(namespace, name)
         wanted = self.wanted(entry)
+        if wanted and not self.index.want(entry.key):
+            # The Endpoints watch starts now (the first Service that asks) or is still listing:
+            # write nothing over Endpoints not seen yet; the listing's end queues it again.
+            return
+        existing = self.index.get(namespace, name)
         if existing is not None and not self.index.is_ours(existing):
             if wanted and entry.key not in self._conflicts:
                 self._conflicts.add(entry.key)

@@ -19,6 +19,8 @@ Rules:
   over ``--max-endpoints-per-subset`` are skipped with upstream's Warning Events on the Endpoints
   object (``InvalidIPAddress``, ``TooManyAddressesToMirror``).
 
+The Endpoints watch starts with the first sync of a mirroring Service (if
+``--write-endpoints`` has not started it), which waits for its first listing.
 Only the Endpoints objects of Services that mirror are held whole in memory (see
 :mod:`.endpoints_index`); one listed before its Service was known is read once from the API.
 """
@@ -150,6 +152,11 @@ class MirroringSyncer:
             )
         else:
             self._clear(entry.key, REASON_CONFLICTING_CONTROLLER)
+        if not self.indexes.endpoints.want(entry.key):
+            # The Endpoints watch starts now (the first mirroring Service) or is still listing:
+            # without the source seen, the slices would be emptied; the listing's end queues
+            # the Service again.
+            return
         await self._mirror(entry, tracker)
 
     async def service_gone(self, key: str, tracker: EndpointSliceTracker) -> None:

@@ -4,11 +4,15 @@
 
 * Pods, Services and EndpointSlices, the kinds with many objects or events, are listed and
   watched by :mod:`.list_watch` (no per-object framework cost, see docs/performance.md).
+  Endpoints (core/v1) too, but only once something needs them (:mod:`.on_demand`): with
+  ``--write-endpoints``, when Endpoints of ours are left from an earlier run, or from the
+  first sync of a Service that asks for Endpoints or mirrors them.
 * Nodes: Kopf runs with a private registry holding only our ``on.event`` handlers
   and a login handler that hands Kopf the same credentials the kubernetes-asyncio client uses
   (see :mod:`.kopf_wiring` for the settings that make it a pure watcher).
 * Readiness: once the initial listings are in, meaning every index holds at least as many
-  objects as the API server reports for that kind (a ``limit=1`` list, re-asked every 2 s).
+  objects as the API server reports for that kind (a ``limit=1`` list, re-asked every 2 s);
+  Endpoints, when needed from the start, once their first listing has ended.
 * Re-lists: after a kind is listed again (a watch that expired with 410), objects the listing
   left out are checked with the API server and forgotten if gone.
 * Leader election (when enabled) gates the queue workers only: every replica watches and keeps
@@ -26,7 +30,7 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
 import kopf
@@ -36,6 +40,7 @@ from endpointslice_operator.controller import heap
 from endpointslice_operator.controller.api_client import OperatorApiClient, resolve_env_proxy
 from endpointslice_operator.controller.budget import WriteBudget
 from endpointslice_operator.controller.claim_watch import watch_claims
+from endpointslice_operator.controller.endpoints_index import LABEL_MANAGED_BY, EndpointsIndex
 from endpointslice_operator.controller.endpoints_sync import EndpointsSyncer
 from endpointslice_operator.controller.endpoints_writer import EndpointsWriter
 from endpointslice_operator.controller.events import EventRecorder
@@ -78,6 +83,8 @@ READINESS_POLL_INTERVAL = 0.05
 READINESS_RECOUNT_INTERVAL = 2.0
 """How often the expected counts are asked from the API server again."""
 SHUTDOWN_TIMEOUT = 10.0
+ALWAYS_WATCHED = ("pods", "services", "endpointslices")
+"""The kinds of :data:`.list_watch.KINDS` watched from the start (Endpoints: on demand)."""
 
 
 class OperatorFailed(RuntimeError):
@@ -297,6 +304,10 @@ class Operator:
             backlog=budget.time_to_write,
         )
         router.mirrors = mirroring.mirrors
+        endpoints_index = self.indexes.endpoints
+        endpoints_index.start = lambda: self._spawn(
+            self._watch_endpoints(api_client, router, endpoints_index)
+        )
         self.syncer, self.router = syncer, router
         await self._run_tasks(configuration, api_client, router, syncer)
 
@@ -326,28 +337,19 @@ class Operator:
         leading_task = asyncio.create_task(
             self._lead(api_client, router, syncer), name="leader-election-and-workers"
         )
-        # Pods, Services and EndpointSlices are watched without Kopf (see controller.list_watch).
+        # Pods, Services and EndpointSlices are watched without Kopf (see controller.list_watch);
+        # Endpoints too, once needed (_watch_endpoints).
         handlers = {
             "pods": router.on_pod,
             "services": router.on_service,
             "endpointslices": router.on_slice,
-            "endpoints": router.on_endpoints,
         }
         watch_tasks = [
             asyncio.create_task(
-                ListWatcher(
-                    api_client,
-                    kind,
-                    handlers[kind],
-                    namespaces=namespaces,
-                    server_timeout=WATCH_SERVER_TIMEOUT,
-                    client_timeout=WATCH_CLIENT_TIMEOUT,
-                    watermark=router.watermark,
-                    on_reset=self._api_server_reset,
-                ).run(),
+                self._watcher(api_client, router, kind, handlers[kind]).run(),
                 name=f"{kind}-watch",
             )
-            for kind in KINDS
+            for kind in ALWAYS_WATCHED
         ]
         probe_task = asyncio.create_task(
             self._probe_resets(api_client, router.watermark), name="reset-probe"
@@ -406,10 +408,14 @@ class Operator:
 
     async def _watch_readiness(self, api_client: ApiClient, router: EventRouter) -> None:
         loop = asyncio.get_running_loop()
-        pending = {"services", "pods", "nodes", "endpointslices", "endpoints"}
+        pending = {"services", "pods", "nodes", "endpointslices"}
+        endpoints = self.indexes.endpoints
+        if self.settings.write_endpoints or await self._endpoints_of_ours_left(api_client):
+            # Needed from the start: ready once their first listing is in too.
+            endpoints.want()
         expected: dict[str, int] = {}
         counted_at = -float("inf")
-        while pending:
+        while pending or (endpoints.wanted and not endpoints.synced):
             if loop.time() - counted_at >= READINESS_RECOUNT_INTERVAL:
                 # Objects deleted while Kopf lists would leave an old count out of reach.
                 counted_at = loop.time()
@@ -420,7 +426,7 @@ class Operator:
                         log.info("readiness: cannot count %s yet: %s", kind, exc)
             counts = self.indexes.counts()
             pending = {k for k in pending if k not in expected or counts[k] < expected[k]}
-            if pending:
+            if pending or (endpoints.wanted and not endpoints.synced):
                 await asyncio.sleep(READINESS_POLL_INTERVAL)
         router.refresh_topology()
         router.topology_live = True
@@ -433,6 +439,78 @@ class Operator:
         if self.health is not None:
             self.health.set_ready(True)
         await self._round_over.wait()
+
+    async def _endpoints_of_ours_left(self, api_client: ApiClient) -> bool:
+        """Whether Endpoints objects of ours exist (one ``limit=1`` list selecting our label
+        per watched scope; retried until answered).
+
+        Upstream's Endpoints controller checks for leftover Endpoints at start. Here the
+        Endpoints watch is only started when something needs it, so this decides whether an
+        earlier run's Endpoints need it: those of a Service deleted, or no longer asking, while
+        no operator ran, to be deleted. It asks the server for ours only, so a cluster whose
+        Endpoints are all kube-controller-manager's answers with an empty list.
+        """
+        core = CoreV1Api(api_client)
+        selector = f"{LABEL_MANAGED_BY}={self.settings.managed_by}"
+        scopes: list[str | None] = list(self.settings.namespaces) or [None]
+        while True:
+            try:
+                for scope in scopes:
+                    if scope is None:
+                        call = core.list_endpoints_for_all_namespaces(
+                            label_selector=selector, limit=1, _preload_content=False
+                        )
+                    else:
+                        call = core.list_namespaced_endpoints(
+                            scope, label_selector=selector, limit=1, _preload_content=False
+                        )
+                    if (await raise_for_status(await call)).get("items"):
+                        log.info("Endpoints of ours exist: watching Endpoints")
+                        return True
+                return False
+            except Exception as exc:
+                log.info("readiness: cannot look for Endpoints of ours yet: %s", exc)
+                await asyncio.sleep(READINESS_RECOUNT_INTERVAL)
+
+    async def _watch_endpoints(
+        self, api_client: ApiClient, router: EventRouter, index: EndpointsIndex
+    ) -> None:
+        """List and watch core/v1 Endpoints into ``index`` until the round ends (started by
+        ``index.want()``, see :mod:`.on_demand`); the end of the first listing queues the
+        Services that waited for it."""
+        namespaces = list(self.settings.namespaces)
+
+        def listed(scope: str | None) -> None:
+            waiting = index.scope_listed(scope, len(namespaces) or 1)
+            if waiting is not None:
+                log.info("Endpoints listed (%d); %d Service(s) queued", len(index), len(waiting))
+                router.requeue(waiting)
+
+        log.info("watching Endpoints (a Service or --write-endpoints needs them)")
+        await self._watcher(
+            api_client, router, "endpoints", router.on_endpoints, on_listed=listed
+        ).run()
+
+    def _watcher(
+        self,
+        api_client: ApiClient,
+        router: EventRouter,
+        kind: str,
+        handler: Callable[[str | None, Mapping[str, Any]], None],
+        on_listed: Callable[[str | None], None] | None = None,
+    ) -> ListWatcher:
+        """A list-watch of ``kind`` in the watched scope, into ``handler``."""
+        return ListWatcher(
+            api_client,
+            kind,
+            handler,
+            namespaces=list(self.settings.namespaces),
+            server_timeout=WATCH_SERVER_TIMEOUT,
+            client_timeout=WATCH_CLIENT_TIMEOUT,
+            watermark=router.watermark,
+            on_reset=self._api_server_reset,
+            on_listed=on_listed,
+        )
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(coro)
@@ -504,7 +582,6 @@ class Operator:
                 "services": core.list_namespaced_service,
                 "pods": core.list_namespaced_pod,
                 "endpointslices": discovery.list_namespaced_endpoint_slice,
-                "endpoints": core.list_namespaced_endpoints,
             }[kind]
             calls = [namespaced(ns, limit=1, _preload_content=False) for ns in namespaces]
         else:
@@ -512,7 +589,6 @@ class Operator:
                 "services": core.list_service_for_all_namespaces,
                 "pods": core.list_pod_for_all_namespaces,
                 "endpointslices": discovery.list_endpoint_slice_for_all_namespaces,
-                "endpoints": core.list_endpoints_for_all_namespaces,
             }[kind]
             calls = [everywhere(limit=1, _preload_content=False)]
         total = 0

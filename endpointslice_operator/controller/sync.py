@@ -139,7 +139,8 @@ class ServiceSyncer:
         # Secondary networks (controller.networks): the annotation names, the hook that starts
         # the ResourceClaim watch, and the left-out pod counts.
         self.networks = networks
-        self.want_claims = want_claims
+        if want_claims is not None:
+            indexes.claims.start = want_claims
         self.left_out = LeftOutReporter(
             metrics.set_pods_left_out, lambda: asyncio.get_running_loop().time()
         )
@@ -331,10 +332,7 @@ class ServiceSyncer:
             return False, None, None
         claims = self.indexes.claims
         if choice.kind == SOURCE_DEVICE_NETWORK:
-            if not claims.wanted:
-                claims.wanted = True
-                if self.want_claims is not None:
-                    self.want_claims()
+            claims.want()  # starts the claim watch, the first time
             if claims.unavailable is not None:
                 self.left_out.forget(entry.key)
                 await self._warn_once(
