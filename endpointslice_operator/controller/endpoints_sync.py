@@ -39,6 +39,7 @@ from endpointslice_operator.controller.events import WARNING, EventRecorder
 from endpointslice_operator.controller.indexes import Indexes, ServiceEntry, split_key
 from endpointslice_operator.controller.writer import ApiError
 from endpointslice_operator.reconciler.core_endpoints import LABEL_SKIP_MIRROR, plan_endpoints
+from endpointslice_operator.reconciler.sources import AddressSource
 from endpointslice_operator.reconciler.trigger_time import TriggerTimeTracker, parse_time
 
 __all__ = [
@@ -117,7 +118,9 @@ class EndpointsSyncer:
             return False
         return self.write_all or annotations.get(self.annotation) == "true"
 
-    async def sync(self, entry: ServiceEntry) -> None:
+    async def sync(self, entry: ServiceEntry, source: AddressSource | None = None) -> None:
+        """Create, update or delete the Endpoints object of ``entry``'s Service; ``source`` is
+        the address source its slices use (None: the cluster network)."""
         namespace, name = split_key(entry.key)
         wanted = self.wanted(entry)
         if wanted and not self.index.want(entry.key):
@@ -155,7 +158,12 @@ class EndpointsSyncer:
             {pod.name: parse_time(pod.ready_transition) for pod in pods},
         )
         plan = plan_endpoints(
-            entry.body, pods, existing, trigger_time=trigger_time, extra_labels=self.labels
+            entry.body,
+            pods,
+            existing,
+            trigger_time=trigger_time,
+            extra_labels=self.labels,
+            source=source,
         )
         if plan.endpoints is None:
             return

@@ -217,9 +217,12 @@ class ServiceSyncer:
             f"The Service has spec.selector, so the annotation "
             f"{self.indexes.services.selector_annotation} is ignored; remove one of them.",
         )
-        await self._reconcile(entry)
+        go_on, choice, source = await self._address_source(entry)
+        if not go_on:
+            return  # an unusable network annotation, or claims not listed yet: no writes
+        await self._reconcile(entry, choice, source)
         if self.endpoints is not None:
-            await self.endpoints.sync(entry)
+            await self.endpoints.sync(entry, source)  # the same addresses as the slices
 
     def _forget(self, key: str) -> None:
         """The Service is gone: drop its in-memory state (the garbage collector removes its
@@ -299,13 +302,15 @@ class ServiceSyncer:
         if self.budget is not None:
             await self.budget.acquire()
 
-    async def _reconcile(self, entry: ServiceEntry) -> None:
+    async def _reconcile(
+        self, entry: ServiceEntry, choice: NetworkChoice | None, source: AddressSource | None
+    ) -> None:
         held = _Token()
         if self.budget is not None and self.plan_after_budget:
             await self._spend()
             held.held = True
         try:
-            await self._plan_and_apply(entry, held)
+            await self._plan_and_apply(entry, held, choice, source)
         finally:
             if held.held and self.budget is not None:
                 self.budget.refund()  # no write needed it (or none was made)
@@ -353,12 +358,15 @@ class ServiceSyncer:
             source_for(choice, pods.network_statuses, pods.claim_statuses, claims.claims),
         )
 
-    async def _plan_and_apply(self, entry: ServiceEntry, held: _Token) -> None:
+    async def _plan_and_apply(
+        self,
+        entry: ServiceEntry,
+        held: _Token,
+        choice: NetworkChoice | None,
+        source: AddressSource | None,
+    ) -> None:
         selector = entry.decision.selector
         assert selector is not None
-        go_on, choice, source = await self._address_source(entry)
-        if not go_on:
-            return
         namespace, name = split_key(entry.key)
         pods = self.indexes.pods.select(namespace, selector)
         slices = [s for s in self.indexes.slices.ours(entry.key) if not _is_deleting(s)]

@@ -30,6 +30,7 @@ from .labels import LABEL_HEADLESS, LAST_CHANGE_TRIGGER_TIME, format_trigger_tim
 from .labels import is_service_ip_set as _is_service_ip_set
 from .ports import find_port, service_ports
 from .records import PodRecord, as_pod_record
+from .sources import AddressSource, LeftOut
 
 __all__ = [
     "ANNOTATION_OVER_CAPACITY",
@@ -206,9 +207,23 @@ def _is_ipv6(text: str) -> bool:
     return parsed is not None and parsed[1]
 
 
-def _pod_address(service: Mapping[str, Any], pod: PodRecord) -> dict[str, Any] | None:
+def _pod_ip(service: Mapping[str, Any], pod: PodRecord, source: AddressSource | None) -> str | None:
+    """The pod's address of the Service's family: from ``status.podIPs``, or from ``source``
+    (a secondary network: the same addresses the Service's slices carry)."""
     want_v6 = _family_ipv6(service, pod)
-    ip = next((ip for ip in pod.pod_ips if _is_ipv6(ip) == want_v6), None)
+    if source is None:
+        return next((ip for ip in pod.pod_ips if _is_ipv6(ip) == want_v6), None)
+    found = source.addresses(pod)
+    if isinstance(found, LeftOut):
+        return None
+    pool = found.ipv6 if want_v6 else found.ipv4
+    return pool[0] if pool else None
+
+
+def _pod_address(
+    service: Mapping[str, Any], pod: PodRecord, source: AddressSource | None = None
+) -> dict[str, Any] | None:
+    ip = _pod_ip(service, pod, source)
     if ip is None:
         return None
     address: dict[str, Any] = {
@@ -235,11 +250,18 @@ def _should_set_hostname(service: Mapping[str, Any], pod: PodRecord) -> bool:
 
 
 def endpoint_subsets_for_service(
-    service: Mapping[str, Any], pods: Iterable[PodRecord | Mapping[str, Any]]
+    service: Mapping[str, Any],
+    pods: Iterable[PodRecord | Mapping[str, Any]],
+    source: AddressSource | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """The repacked subsets the Endpoints controller computes for ``service`` and ``pods``
     (before the capacity cap), and the problems met (pods without an address of the Service's
     family, ports that do not resolve).
+
+    With an address ``source`` (see :mod:`.sources`; not upstream, which knows only
+    ``status.podIPs``) each pod's address comes from it, so that the Endpoints object and the
+    slices of a Service on a secondary network carry the same addresses; a pod the source
+    leaves out is left out here too (the slice sync counts and reports it).
 
     Rules (upstream ``syncService``): pods in phase Failed/Succeeded or without any pod IP are
     skipped, and so are terminating pods unless the Service publishes not-ready addresses;
@@ -262,8 +284,10 @@ def endpoint_subsets_for_service(
             continue
         if pod.terminating and not publish_not_ready:
             continue
-        address = _pod_address(service, pod)
+        address = _pod_address(service, pod, source)
         if address is None:
+            if source is not None and isinstance(source.addresses(pod), LeftOut):
+                continue
             errors.append(
                 f"Pod {pod.namespace}/{pod.name} has no address of the Service's IP family"
             )
@@ -438,6 +462,7 @@ def plan_endpoints(
     trigger_time: datetime | None = None,
     extra_labels: Mapping[str, str] | None = None,
     max_capacity: int = MAX_ENDPOINTS_CAPACITY,
+    source: AddressSource | None = None,
 ) -> EndpointsPlan:
     """The Endpoints object kube-controller-manager's Endpoints controller would write for
     ``service`` and its selected ``pods``, given the ``existing`` object (None if there is none).
@@ -449,12 +474,14 @@ def plan_endpoints(
     set from ``trigger_time`` (removed when None) and the over-capacity annotation
     ``endpoints.kubernetes.io/over-capacity: truncated`` is set exactly when more than
     ``max_capacity`` addresses were cut. An ExternalName Service gets no Endpoints (``"none"``).
+    ``source``: where the pods' addresses come from (default ``status.podIPs``; see
+    :func:`endpoint_subsets_for_service`).
     """
     extras = _DEFAULT_EXTRA_LABELS if extra_labels is None else extra_labels
     spec = service.get("spec")
     if isinstance(spec, Mapping) and spec.get("type") == "ExternalName":
         return EndpointsPlan("none", None, [])
-    subsets, errors = endpoint_subsets_for_service(service, pods)
+    subsets, errors = endpoint_subsets_for_service(service, pods, source)
     ready = sum(len(_list(s.get("addresses"))) for s in subsets)
     not_ready = sum(len(_list(s.get("notReadyAddresses"))) for s in subsets)
 

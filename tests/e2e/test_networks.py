@@ -449,3 +449,35 @@ async def test_each_watched_namespace_prunes_its_own_claims_on_relisting() -> No
             # The other namespace's listings keep its claims.
             assert (NS, "web-0-nic") in op.indexes.claims.claims
             assert addresses(emu, "fast") == {"192.168.50.1"}
+
+
+async def test_the_endpoints_object_of_a_network_service_carries_the_network_addresses() -> None:
+    """With Endpoints writing on, a Service on a secondary network gets the same addresses in
+    its core/v1 Endpoints as in its slices (not the pods' cluster addresses)."""
+    async with run_emulator() as emu:
+        cluster(emu)
+        service(
+            emu,
+            "storage",
+            annotations={
+                SELECTOR: "app=web",
+                NETWORK: f"{NS}/storage-net",
+                "endpointslice-operator.io/endpoints": "true",
+            },
+            labels={PROXY_NAME: "none"},
+        )
+        attached_pod(emu, "web-0", "10.1.0.1", _status((f"{NS}/storage-net", ["192.168.7.1"])))
+        attached_pod(emu, "web-1", "10.1.0.2", None)  # left out of both
+
+        def endpoints_ips() -> set[str] | None:
+            body = emu.store.get("endpoints", NS, "storage")
+            if body is None:
+                return None
+            return {a["ip"] for s in body.get("subsets") or [] for a in s.get("addresses") or []}
+
+        async with running_operator(emu):
+            await eventually(lambda: addresses(emu, "storage") == {"192.168.7.1"})
+            await eventually(lambda: endpoints_ips() == {"192.168.7.1"})
+            set_network_status(emu, "web-1", _status((f"{NS}/storage-net", ["192.168.7.2"])))
+            await eventually(lambda: endpoints_ips() == {"192.168.7.1", "192.168.7.2"})
+            assert addresses(emu, "storage") == {"192.168.7.1", "192.168.7.2"}

@@ -5,6 +5,7 @@ as pure-function expectations."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,6 +21,7 @@ from endpointslice_operator.reconciler import (
     repack_subsets,
     truncate_subsets,
 )
+from endpointslice_operator.reconciler.sources import MultusNetwork
 
 NS = "other"
 
@@ -731,3 +733,31 @@ def test_endpoints_need_update_reads_labels_subsets_and_capacity() -> None:
     assert endpoints_need_update(existing, [], labels)
     flagged = existing_for(first.endpoints, annotations={ANNOTATION_OVER_CAPACITY: "truncated"})
     assert endpoints_need_update(flagged, first.subsets, labels)
+
+
+def test_an_address_source_gives_the_endpoints_the_slices_addresses() -> None:
+    """Not upstream: a Service on a secondary network gets the same addresses in its Endpoints
+    as in its slices; pods the source leaves out are left out here too, without an error."""
+    attached = pod(0)
+    attached["metadata"]["annotations"] = {
+        "k8s.v1.cni.cncf.io/network-status": json.dumps(
+            [{"name": "net", "ips": ["fd00::7", "192.168.7.1"]}]
+        )
+    }
+    other = pod(1)  # no network-status: left out
+    pods = [attached, other]
+    source = MultusNetwork.from_pods(f"{NS}/net", pods)
+    plan = plan_endpoints(service(), pods, None, source=source)
+    assert plan.endpoints is not None
+    assert plan.endpoints["subsets"] == [
+        {"addresses": [pod_address(0, "192.168.7.1")], "ports": [{"port": 8080, "protocol": "TCP"}]}
+    ]
+    assert plan.errors == []
+    # The Service's family picks the address, as for the cluster network.
+    v6 = plan_endpoints(service(ipFamilies=["IPv6"]), pods, None, source=source)
+    assert v6.endpoints is not None
+    assert v6.endpoints["subsets"][0]["addresses"] == [pod_address(0, "fd00::7")]
+    # Without a source: status.podIPs, as upstream.
+    plain = plan_endpoints(service(), pods, None)
+    assert plain.endpoints is not None
+    assert [a["ip"] for a in plain.endpoints["subsets"][0]["addresses"]] == ["1.2.3.4", "1.2.3.5"]
