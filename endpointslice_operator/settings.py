@@ -506,7 +506,8 @@ SETTINGS_TABLE: tuple[SettingSpec, ...] = (
         "false",
         "Also write the `core/v1` Endpoints object of every managed Service (as "
         "kube-controller-manager's Endpoints controller would); off: only of Services annotated "
-        '`<prefix>/endpoints: "true"`.',
+        '`<prefix>/endpoints: "true"`. On: the Endpoints are watched from the start and '
+        "readiness waits for their listing (off: from the first Service that needs them).",
         kind="bool",
     ),
     SettingSpec(
