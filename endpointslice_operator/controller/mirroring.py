@@ -90,8 +90,12 @@ class MirroringSyncer:
         max_endpoints_per_subset: int,
         metrics: MirroringMetrics,
         budget: WriteBudget | None = None,
+        network_annotations: tuple[str, ...] = (),
     ) -> None:
         self.indexes = indexes
+        # The secondary-network annotations pick where *pods'* addresses come from: with
+        # ``source: endpoints`` there are no pods, so either is a conflict (ConflictingSource).
+        self.network_annotations = network_annotations
         self._core = CoreV1Api(api_client)
         self.writer = writer
         self.recorder = recorder
@@ -138,6 +142,15 @@ class MirroringSyncer:
                 REASON_CONFLICTING_SOURCE,
                 f"Not publishing EndpointSlices: {self.source_annotation}: endpoints needs a "
                 f"Service without spec.selector and without {selector_annotation}",
+            )
+            return
+        network = next((a for a in self.network_annotations if a in annotations), None)
+        if network is not None:
+            await self._warn_once(
+                entry,
+                REASON_CONFLICTING_SOURCE,
+                f"Not publishing EndpointSlices: {self.source_annotation}: endpoints mirrors the "
+                f"Endpoints object, and {network} applies to addresses of pods; remove one of them",
             )
             return
         self._clear(entry.key, REASON_CONFLICTING_SOURCE)

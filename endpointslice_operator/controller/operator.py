@@ -289,6 +289,7 @@ class Operator:
             max_endpoints_per_subset=self.settings.max_endpoints_per_subset,
             metrics=self.metrics.mirroring,
             budget=budget,
+            network_annotations=self.networks.names,
         )
         syncer.mirroring = mirroring
         self.indexes.endpoints.keep = lambda namespace, name: mirroring.mirrors(

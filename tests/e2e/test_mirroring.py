@@ -177,3 +177,26 @@ async def test_a_mirroring_service_never_gets_endpoints_of_ours() -> None:
             await settle(op)
             assert emu.store.get("endpoints", NS, "db") is None
             assert emu.requests.count(verb="create", resource="endpoints") == 0
+
+
+async def test_source_endpoints_with_a_network_annotation_conflicts() -> None:
+    """The network annotations choose pods' addresses; a mirroring Service has no pods."""
+    async with run_emulator() as emu:
+        cluster(emu)
+        emu.store.create(endpoints_body("db", ["10.5.0.1"]))
+        service(
+            emu,
+            "db",
+            annotations={SOURCE: "endpoints", "endpointslice-operator.io/network": f"{NS}/net"},
+        )
+        async with running_operator(emu) as op:
+            await eventually(lambda: len(events(emu, "ConflictingSource")) == 1)
+            [conflict] = events(emu, "ConflictingSource")
+            assert "endpointslice-operator.io/network" in conflict["message"]
+            await settle(op)
+            assert slices(emu, "db") == []
+            current = emu.store.get("services", NS, "db")
+            assert current is not None
+            del current["metadata"]["annotations"]["endpointslice-operator.io/network"]
+            emu.store.update(current)
+            await eventually(lambda: addresses(emu, "db") == {"10.5.0.1"})
