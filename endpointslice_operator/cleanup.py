@@ -21,7 +21,8 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kubernetes_asyncio import client
@@ -79,7 +80,17 @@ def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(argv, os.environ)
 
 
-async def _list(api: client.DiscoveryV1Api, namespace: str | None, selector: str) -> list[Any]:
+@dataclass(frozen=True)
+class _Kind:
+    """One kind the command deletes: its name in the output and its API calls."""
+
+    name: str
+    list_all: Callable[..., Awaitable[Any]]
+    list_namespaced: Callable[..., Awaitable[Any]]
+    delete: Callable[..., Awaitable[Any]]
+
+
+async def _list(kind: _Kind, namespace: str | None, selector: str) -> list[Any]:
     found: list[Any] = []
     token: str | None = None
     while True:
@@ -87,86 +98,72 @@ async def _list(api: client.DiscoveryV1Api, namespace: str | None, selector: str
         if token:
             kwargs["_continue"] = token
         if namespace is None:
-            page = await api.list_endpoint_slice_for_all_namespaces(**kwargs)
+            page = await kind.list_all(**kwargs)
         else:
-            page = await api.list_namespaced_endpoint_slice(namespace, **kwargs)
+            page = await kind.list_namespaced(namespace, **kwargs)
         found.extend(page.items)
         token = page.metadata._continue
         if not token:
             return found
 
 
-async def _list_endpoints(api: client.CoreV1Api, namespace: str | None, selector: str) -> list[Any]:
-    found: list[Any] = []
-    token: str | None = None
-    while True:
-        kwargs: dict[str, Any] = {"label_selector": selector, "limit": PAGE_SIZE}
-        if token:
-            kwargs["_continue"] = token
-        if namespace is None:
-            page = await api.list_endpoints_for_all_namespaces(**kwargs)
-        else:
-            page = await api.list_namespaced_endpoints(namespace, **kwargs)
-        found.extend(page.items)
-        token = page.metadata._continue
-        if not token:
-            return found
-
-
-async def cleanup_endpoints(settings: Settings, *, dry_run: bool = False) -> int:
-    """Delete (or list) the core/v1 Endpoints objects labelled managed-by ours; how many."""
+async def _delete_labelled(
+    settings: Settings, dry_run: bool, kind_of: Callable[[client.ApiClient], _Kind]
+) -> int:
+    """Delete (or list) the objects of one kind labelled managed-by ours; how many."""
     configuration = await load_client_configuration(settings)
     selector = f"{LABEL_MANAGED_BY}={settings.managed_by}"
     count = 0
     async with client.ApiClient(configuration) as api_client:
-        api = client.CoreV1Api(api_client)
+        kind = kind_of(api_client)
         for namespace in settings.namespaces or (None,):
-            for item in await _list_endpoints(api, namespace, selector):
+            for item in await _list(kind, namespace, selector):
                 meta = item.metadata
                 where = f"{meta.namespace}/{meta.name}"
                 if dry_run:
-                    sys.stdout.write(f"would delete endpoints {where}\n")
+                    sys.stdout.write(f"would delete {kind.name} {where}\n")
                     count += 1
                     continue
                 options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=meta.uid))
                 try:
-                    await api.delete_namespaced_endpoints(meta.name, meta.namespace, body=options)
+                    await kind.delete(meta.name, meta.namespace, body=options)
                 except ApiException as exc:
                     if exc.status in (404, 409):  # gone already, or replaced meanwhile
                         continue
                     raise
-                sys.stdout.write(f"deleted endpoints {where}\n")
+                sys.stdout.write(f"deleted {kind.name} {where}\n")
                 count += 1
     return count
+
+
+def _slices(api_client: client.ApiClient) -> _Kind:
+    api = client.DiscoveryV1Api(api_client)
+    return _Kind(
+        "endpointslice",
+        api.list_endpoint_slice_for_all_namespaces,
+        api.list_namespaced_endpoint_slice,
+        api.delete_namespaced_endpoint_slice,
+    )
+
+
+def _endpoints(api_client: client.ApiClient) -> _Kind:
+    api = client.CoreV1Api(api_client)
+    return _Kind(
+        "endpoints",
+        api.list_endpoints_for_all_namespaces,
+        api.list_namespaced_endpoints,
+        api.delete_namespaced_endpoints,
+    )
 
 
 async def cleanup(settings: Settings, *, dry_run: bool = False) -> int:
     """Delete (or with ``dry_run`` only list) our slices; returns how many."""
-    configuration = await load_client_configuration(settings)
-    selector = f"{LABEL_MANAGED_BY}={settings.managed_by}"
-    count = 0
-    async with client.ApiClient(configuration) as api_client:
-        api = client.DiscoveryV1Api(api_client)
-        for namespace in settings.namespaces or (None,):
-            for item in await _list(api, namespace, selector):
-                meta = item.metadata
-                where = f"{meta.namespace}/{meta.name}"
-                if dry_run:
-                    sys.stdout.write(f"would delete endpointslice {where}\n")
-                    count += 1
-                    continue
-                options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=meta.uid))
-                try:
-                    await api.delete_namespaced_endpoint_slice(
-                        meta.name, meta.namespace, body=options
-                    )
-                except ApiException as exc:
-                    if exc.status in (404, 409):  # gone already, or replaced meanwhile
-                        continue
-                    raise
-                sys.stdout.write(f"deleted endpointslice {where}\n")
-                count += 1
-    return count
+    return await _delete_labelled(settings, dry_run, _slices)
+
+
+async def cleanup_endpoints(settings: Settings, *, dry_run: bool = False) -> int:
+    """Delete (or list) the core/v1 Endpoints objects labelled managed-by ours; how many."""
+    return await _delete_labelled(settings, dry_run, _endpoints)
 
 
 def main(argv: Sequence[str]) -> int:

@@ -10,14 +10,14 @@ which keeps the HTTP status and the ``Status`` object's reason and causes.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, cast
 
 from kubernetes_asyncio.client import ApiClient, DiscoveryV1Api
 
 from endpointslice_operator.controller.api_client import JsonBody
 
-__all__ = ["ApiError", "SliceWriter", "raise_for_status"]
+__all__ = ["ApiError", "ObjectWriter", "SliceWriter", "raise_for_status"]
 
 NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
 
@@ -74,45 +74,57 @@ async def raise_for_status(response: Any) -> dict[str, Any]:
     return body
 
 
-class SliceWriter:
-    """The three EndpointSlice writes the reconciler's plan needs."""
+class ObjectWriter:
+    """Create, replace and delete of one namespaced kind, with plain JSON both ways.
 
-    def __init__(self, api_client: ApiClient) -> None:
-        self._api = DiscoveryV1Api(api_client)
+    ``delete_preconditions`` are the metadata fields a delete carries as preconditions, so that
+    it only ever removes the object the caller saw (never one re-created or taken over).
+    """
 
-    async def create(self, endpoint_slice: Mapping[str, Any]) -> dict[str, Any]:
-        """POST a slice (normally with ``metadata.generateName``); returns the stored object."""
-        namespace = endpoint_slice["metadata"]["namespace"]
-        response = await self._api.create_namespaced_endpoint_slice(
-            namespace, cast(Any, JsonBody(endpoint_slice)), _preload_content=False
-        )
+    def __init__(
+        self,
+        create: Callable[..., Awaitable[Any]],
+        replace: Callable[..., Awaitable[Any]],
+        delete: Callable[..., Awaitable[Any]],
+        delete_preconditions: tuple[str, ...],
+    ) -> None:
+        self._create = create
+        self._replace = replace
+        self._delete = delete
+        self._preconditions = delete_preconditions
+
+    async def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """POST (normally with ``metadata.generateName`` for slices); the stored object."""
+        namespace = obj["metadata"]["namespace"]
+        response = await self._create(namespace, cast(Any, JsonBody(obj)), _preload_content=False)
         return await raise_for_status(response)
 
-    async def replace(self, endpoint_slice: Mapping[str, Any]) -> dict[str, Any]:
-        """PUT a slice by name.
+    async def replace(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT by name.
 
         With ``metadata.resourceVersion`` (updates computed from the cache) a stale cache is
         refused with 409 Conflict; without it (recycled slices) the replace is unconditional.
         """
-        metadata = endpoint_slice["metadata"]
-        response = await self._api.replace_namespaced_endpoint_slice(
+        metadata = obj["metadata"]
+        response = await self._replace(
             metadata["name"],
             metadata["namespace"],
-            cast(Any, JsonBody(endpoint_slice)),
+            cast(Any, JsonBody(obj)),
             _preload_content=False,
         )
         return await raise_for_status(response)
 
-    async def delete(self, endpoint_slice: Mapping[str, Any]) -> bool:
-        """DELETE a slice, only if it is still the object we saw (uid precondition).
+    async def delete(self, obj: Mapping[str, Any]) -> bool:
+        """DELETE, only if it is still the object we saw (the preconditions).
 
         Returns False when it was already gone (404), which is not an error.
         """
-        metadata = endpoint_slice["metadata"]
+        metadata = obj["metadata"]
         body = JsonBody(apiVersion="v1", kind="DeleteOptions")
-        if metadata.get("uid"):
-            body["preconditions"] = {"uid": metadata["uid"]}
-        response = await self._api.delete_namespaced_endpoint_slice(
+        preconditions = {k: metadata[k] for k in self._preconditions if metadata.get(k)}
+        if preconditions:
+            body["preconditions"] = preconditions
+        response = await self._delete(
             metadata["name"], metadata["namespace"], body=cast(Any, body), _preload_content=False
         )
         try:
@@ -122,3 +134,16 @@ class SliceWriter:
                 return False
             raise
         return True
+
+
+class SliceWriter(ObjectWriter):
+    """The three EndpointSlice writes the reconciler's plan needs (deletes: uid precondition)."""
+
+    def __init__(self, api_client: ApiClient) -> None:
+        api = DiscoveryV1Api(api_client)
+        super().__init__(
+            api.create_namespaced_endpoint_slice,
+            api.replace_namespaced_endpoint_slice,
+            api.delete_namespaced_endpoint_slice,
+            ("uid",),
+        )
