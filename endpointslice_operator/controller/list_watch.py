@@ -80,6 +80,8 @@ class ListWatcher:
         on_reset: Callable[[str], None] | None = None,
         group_version: str = "",
         on_listed: Callable[[str | None], None] | None = None,
+        on_listing: Callable[[str | None], None] | None = None,
+        fail_fast: bool = False,
     ) -> None:
         # Called with _preload_content=False: both return the raw aiohttp response.
         self._everywhere: Callable[..., Awaitable[Any]]
@@ -128,6 +130,11 @@ class ListWatcher:
         self._on_listed = on_listed
         """Called after every completed listing with its scope (a namespace, None for the
         whole cluster): each scope is listed on its own."""
+        self._on_listing = on_listing
+        """Called when a listing of a scope begins (its objects follow, then ``on_listed``)."""
+        self._fail_fast = fail_fast
+        """Raise a failure of the first listing out of :meth:`run` instead of retrying it (for
+        one-shot clients that must report it, such as the endpoint view's first snapshot)."""
         self.listings = 0
         """Completed listings (initial and re-listings), for tests and logs."""
 
@@ -160,6 +167,8 @@ class ListWatcher:
                     # Expired again right after a listing: do not hammer the API server.
                     await asyncio.sleep(self._backoff)
             except (aiohttp.ClientError, TimeoutError, ApiError, ValueError) as exc:
+                if self._fail_fast and not self.listings:
+                    raise
                 log.warning("%s watch in %s failed, retrying: %s", self.kind, namespace or "*", exc)
                 await asyncio.sleep(self._backoff)
 
@@ -181,6 +190,8 @@ class ListWatcher:
     async def _list(self, namespace: str | None) -> str:
         """Deliver every object (type None) page by page; returns the listing's
         resourceVersion."""
+        if self._on_listing is not None:
+            self._on_listing(namespace)
         token = ""
         while True:
             params: dict[str, Any] = {"limit": self._page_size}

@@ -14,12 +14,11 @@ The first listing failing (no cluster, no permission) raises :class:`ViewError`;
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import os
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from typing import Any, Literal, overload
 
-import aiohttp
 from kubernetes_asyncio.client import ApiClient
 
 from endpointslice_operator.controller.api_client import OperatorApiClient, resolve_env_proxy
@@ -63,42 +62,6 @@ class ViewError(RuntimeError):
         else:
             what = f"cannot list {kind}: {type(cause).__name__}: {cause}"
         super().__init__(what)
-
-
-class _ListingWatcher(ListWatcher):
-    """A :class:`ListWatcher` that says when each listing begins and ends, and reports the
-    failure of its first listing."""
-
-    def __init__(
-        self,
-        api_client: ApiClient,
-        kind: str,
-        handler: Callable[[str | None, Mapping[str, Any]], None],
-        *,
-        on_listing: Callable[[str, str | None], None],
-        on_listed: Callable[[str, str | None], None],
-        on_failure: Callable[[str, Exception], None],
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(api_client, kind, handler, **kwargs)
-        # Not ``_on_listed``: ListWatcher has a hook of that name (called with no arguments).
-        self._listing_began = on_listing
-        self._listing_done = on_listed
-        self._listing_failed = on_failure
-
-    async def _list(self, namespace: str | None) -> str:
-        self._listing_began(self.kind, namespace)
-        try:
-            version = await super()._list(namespace)
-        except (ApiError, aiohttp.ClientError, TimeoutError, OSError) as exc:
-            if not self.listings:
-                # Fatal before the view is synced: the generator raises it and cancels this
-                # task (waiting here keeps the watcher from logging a retry meanwhile).
-                self._listing_failed(self.kind, exc)
-                await asyncio.get_running_loop().create_future()
-            raise
-        self._listing_done(self.kind, namespace)
-        return version
 
 
 _SYNCED = Change("synced")
@@ -161,8 +124,13 @@ class _Feed:
             self.synced = True
             self.queue.put_nowait([*self.view.snapshot(), _SYNCED])
 
-    def on_failure(self, kind: str, exc: Exception) -> None:
-        if not self.synced:
+    def on_done(self, kind: str, task: asyncio.Task[None]) -> None:
+        """A watcher ended: before the view is synced, its first listing failed (the
+        watchers are ``fail_fast``), which the generator raises."""
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None and not self.synced and isinstance(exc, Exception):
             self.queue.put_nowait(ViewError(kind, exc))
 
 
@@ -220,22 +188,23 @@ async def watch_endpoints(
     )
     scopes: list[str | None] = [namespace]
     feed = _Feed(view, scopes)
-    watchers = [
-        _ListingWatcher(
+    tasks: list[asyncio.Task[None]] = []
+    for kind in KINDS:
+        watcher = ListWatcher(
             api,
             kind,
             feed.handler(kind),
             namespaces=[namespace] if namespace is not None else [],
-            on_listing=feed.on_listing,
-            on_listed=feed.on_listed,
-            on_failure=feed.on_failure,
+            on_listing=functools.partial(feed.on_listing, kind),
+            on_listed=functools.partial(feed.on_listed, kind),
+            fail_fast=True,
             backoff=backoff,
             server_timeout=server_timeout,
             client_timeout=server_timeout + 60.0,
         )
-        for kind in KINDS
-    ]
-    tasks = [asyncio.create_task(watcher.run()) for watcher in watchers]
+        task = asyncio.create_task(watcher.run())
+        task.add_done_callback(functools.partial(feed.on_done, kind))
+        tasks.append(task)
     gatherer = Gatherer() if gather else None
     try:
         while True:
@@ -253,9 +222,8 @@ async def watch_endpoints(
     finally:
         for task in tasks:
             task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        # A watcher whose first listing failed has ended with that error, raised above.
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def open_api_client(

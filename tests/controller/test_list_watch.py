@@ -12,6 +12,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from endpointslice_operator.controller.kopf_wiring import load_client_configuration
 from endpointslice_operator.controller.list_watch import ListWatcher
+from endpointslice_operator.controller.writer import ApiError
 from endpointslice_operator.testing import Emulator, FaultConfig, run_emulator
 from tests.e2e.harness import NS, eventually, pod, service, set_ready, settings
 
@@ -235,3 +236,33 @@ async def test_a_listing_behind_what_was_seen_reports_a_reset(tmp_path: Any) -> 
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+
+
+async def test_listing_hooks_and_fail_fast_for_one_shot_clients() -> None:
+    """``on_listing``/``on_listed`` bracket each listing; with ``fail_fast`` a failure of the
+    first listing ends ``run`` with the error, and after a listing failures are retried."""
+    failing = FaultConfig(fail_rate=1.0, fault_verbs={"list"}, fault_resources={"pods"})
+    async with run_emulator(faults=failing) as emu:
+        emu.store.create_namespace("e2e")
+        pod(emu, "web-0", "10.1.0.1")
+        configuration = await load_client_configuration(settings(emu))
+        async with ApiClient(configuration) as api_client:
+            watcher = ListWatcher(api_client, "pods", Recorder(), fail_fast=True, backoff=0.05)
+            with pytest.raises(ApiError):
+                await asyncio.wait_for(watcher.run(), 10)
+
+        emu.faults.fail_rate = 0.0
+        recorder = Recorder()
+        marks: list[str] = []
+
+        def listing(scope: str | None) -> None:
+            marks.append(f"begin {scope} after {len(recorder.seen)}")
+
+        def listed(scope: str | None) -> None:
+            marks.append(f"end {scope} after {len(recorder.seen)}")
+
+        async with watching(
+            emu, recorder, on_listing=listing, on_listed=listed, fail_fast=True, backoff=0.05
+        ) as watcher:
+            await eventually(lambda: watcher.listings == 1)
+            assert marks == ["begin None after 0", "end None after 1"]
