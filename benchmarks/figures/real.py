@@ -92,6 +92,7 @@ async def _run(mode: str, workdir: Path) -> list[Figure]:
 async def _phases(
     kube: Kube, recorder: Recorder, arrivals: int, flips: int, deletions: int
 ) -> list[Figure]:
+    path = f"/apis/discovery.k8s.io/v1/namespaces/{NS}/endpointslices"
     loop = asyncio.get_running_loop()
     twins = Twins(kube, NS, "web", {"app": "web"})
     await twins.create()
@@ -103,6 +104,7 @@ async def _phases(
         await o.pod(kube, NS, f"web-{i}", f"10.1.{i // 200}.{i % 200 + 1}", node_name="node-a")
         names.add(f"web-{i}")
         await twins.agree(names)
+    await recorder.caught_up(kube, path)
     writes["arrivals"] = (recorder.writes(OURS, mark), recorder.writes(KCM, mark))
 
     mark = len(recorder.events)
@@ -114,6 +116,7 @@ async def _phases(
         )
         sent = loop.time()
         await twins.agree(names, ready=(pod, ready))
+        await recorder.caught_up(kube, path)
         for manager, values in latency.items():
             shown = recorder.shown(manager, pod, ready, sent)
             if shown is not None:
@@ -128,6 +131,7 @@ async def _phases(
         )
         names.discard(f"web-{i}")
         await twins.agree(names)
+    await recorder.caught_up(kube, path)
     writes["deletions"] = (recorder.writes(OURS, mark), recorder.writes(KCM, mark))
 
     figures = [

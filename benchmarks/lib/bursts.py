@@ -47,6 +47,32 @@ class Recorder:
     """Every EndpointSlice event of the namespace, with its arrival time (loop clock)."""
 
     events: list[tuple[float, JSON]] = field(default_factory=list)
+    since: int = 0
+    """The collection's resourceVersion the watch started from."""
+
+    async def caught_up(self, kube: Kube, path: str, timeout: float = 30.0) -> None:
+        """Wait until the watch has delivered every write that a list of ``path`` shows.
+
+        A list answers from the store at once, a watch event may still be on its way: a phase
+        that ends when a list shows the expected state must wait for its last writes to reach
+        the recorder, or the next phase counts them as its own."""
+        items = (await kube.get(path))["items"]
+        wanted = {
+            (item["metadata"]["name"], item["metadata"]["resourceVersion"])
+            for item in items
+            if int(item["metadata"]["resourceVersion"]) > self.since
+        }
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            seen = {
+                (e["object"]["metadata"]["name"], e["object"]["metadata"]["resourceVersion"])
+                for _, e in self.events
+            }
+            if wanted <= seen:
+                return
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"the watch of {path} did not deliver {sorted(wanted - seen)}")
+            await asyncio.sleep(0.02)
 
     def writes(self, manager: str, since: int = 0) -> int:
         return len(self.of(manager, since))
@@ -77,8 +103,8 @@ class Recorder:
 @contextlib.asynccontextmanager
 async def recording(kube: Kube, path: str) -> AsyncIterator[Recorder]:
     """Watch ``path`` (a list URL) from now on into a :class:`Recorder`."""
-    recorder = Recorder()
     version = (await kube.get(path))["metadata"]["resourceVersion"]
+    recorder = Recorder(since=int(version))
     loop = asyncio.get_running_loop()
     params = {"watch": "true", "resourceVersion": version, "timeoutSeconds": "3600"}
 
@@ -213,6 +239,9 @@ class Pairs:
                     raise TimeoutError(f"the writers did not settle after {phase}")
                 await asyncio.sleep(0.1)
             await asyncio.sleep(1.0)  # trailing writes (there should be none) are counted too
+            await recorder.caught_up(
+                self.kube, f"/apis/discovery.k8s.io/v1/namespaces/{self.ns}/endpointslices"
+            )
             writes, converge = {}, {}
             for manager in self.managers:
                 times = recorder.of(manager, mark)
