@@ -33,10 +33,9 @@ from endpointslice_operator.controller.optin import (
     evaluate,
 )
 from endpointslice_operator.controller.selectors import Operator, Selector
-from endpointslice_operator.reconciler.compact import compact_slice
+from endpointslice_operator.reconciler.cached_slice import CachedSlice
 from endpointslice_operator.reconciler.mirroring import MIRRORING_CONTROLLER_NAME
 from endpointslice_operator.reconciler.records import PodRecord
-from endpointslice_operator.reconciler.slices import SHARED_PARSE_CACHE
 
 __all__ = [
     "LABEL_MANAGED_BY",
@@ -560,18 +559,18 @@ def slice_ref(endpoint_slice: Mapping[str, Any]) -> tuple[str, str, SliceRef]:
 
 
 class SliceIndex:
-    """Our slices per Service (full JSON as last seen), and where every other slice belongs.
+    """Our slices per Service (as last seen), and where every other slice belongs.
 
-    Our slices are kept compacted (``compact_slice``: strings shared with the pod records,
-    one conditions dict per combination), which halves what each cached endpoint costs. When
-    one of ours leaves the index, the reconciler's parse of it is dropped too (the parse cache
-    would otherwise hold deleted slices until its size bound evicts them).
+    Our slices are held as ``CachedSlice``s: the endpoints in the reconciler's parsed form
+    only (strings shared with the pod records), their JSON rebuilt when read, which is what the
+    planner reads without parsing. The echo of a write of ours (the same object at the same
+    resourceVersion as held) is not parsed again.
     """
 
     def __init__(self, managed_by: str) -> None:
         self.managed_by = managed_by
         self._refs: dict[tuple[str, str], SliceRef] = {}
-        self._ours: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+        self._ours: dict[str, dict[str, Mapping[str, Any]]] = defaultdict(dict)
         self._upstream: dict[str, set[str]] = defaultdict(set)
         self._mirrored: dict[str, set[str]] = defaultdict(set)
         """Slices of kube-controller-manager's mirroring controller, per Service key."""
@@ -582,11 +581,15 @@ class SliceIndex:
     def put(self, endpoint_slice: Mapping[str, Any]) -> SliceRef | None:
         """Store a slice; returns where it belonged before (None if new)."""
         namespace, name, ref = slice_ref(endpoint_slice)
+        if ref.resource_version and self._refs.get((namespace, name)) == ref:
+            # The same object at the same resourceVersion (the watch's echo of our own write,
+            # or a re-list): the same content, held already.
+            return ref
         previous = self._forget(namespace, name)
         self._refs[(namespace, name)] = ref
         if ref.service is not None:
             if ref.managed_by == self.managed_by:
-                self._ours[ref.service][name] = compact_slice(dict(endpoint_slice))
+                self._ours[ref.service][name] = CachedSlice(endpoint_slice)
             elif ref.managed_by == UPSTREAM_CONTROLLER_NAME:
                 self._upstream[ref.service].add(name)
             elif ref.managed_by == MIRRORING_CONTROLLER_NAME:
@@ -602,9 +605,7 @@ class SliceIndex:
         if previous is not None and previous.service is not None:
             ours = self._ours.get(previous.service)
             if ours is not None:
-                dropped = ours.pop(name, None)
-                if dropped is not None and previous.uid:
-                    SHARED_PARSE_CACHE.forget((previous.uid,))
+                ours.pop(name, None)
                 if not ours:
                     del self._ours[previous.service]
             upstream = self._upstream.get(previous.service)
@@ -626,7 +627,7 @@ class SliceIndex:
     def ref(self, namespace: str, name: str) -> SliceRef | None:
         return self._refs.get((namespace, name))
 
-    def last_seen(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def last_seen(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         """The slice as last seen if it is ours, else a minimal stand-in (name and labels)."""
         ref = self._refs.get((namespace, name))
         if ref is None:
@@ -642,8 +643,8 @@ class SliceIndex:
             labels[LABEL_MANAGED_BY] = ref.managed_by
         return {"metadata": {"namespace": namespace, "name": name, "labels": labels}}
 
-    def ours(self, key: str) -> list[dict[str, Any]]:
-        """Our slices of a Service, as last seen (deep-copy before changing them)."""
+    def ours(self, key: str) -> list[Mapping[str, Any]]:
+        """Our slices of a Service, as last seen (read-only ``CachedSlice``s)."""
         return list(self._ours.get(key, {}).values())
 
     def has_ours(self, key: str) -> bool:

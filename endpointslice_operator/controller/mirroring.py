@@ -184,7 +184,7 @@ class MirroringSyncer:
 
     # -- the work ---------------------------------------------------------------------------
 
-    def _ours(self, key: str) -> list[dict[str, Any]]:
+    def _ours(self, key: str) -> list[Mapping[str, Any]]:
         return [
             s
             for s in self.indexes.slices.ours(key)

@@ -3,6 +3,7 @@
 A Python port of Kubernetes' ``k8s.io/endpointslice`` reconciler. See ``docs/reconciler.md``.
 """
 
+from .cached_slice import CachedSlice
 from .compact import compact_slice
 from .config import ReconcilerConfig
 from .core_endpoints import (
@@ -75,6 +76,7 @@ __all__ = [
     "AddressSource",
     "AddressTypeMetrics",
     "Addresses",
+    "CachedSlice",
     "ClusterNetwork",
     "DesiredEndpoints",
     "DeviceNetwork",

@@ -36,15 +36,13 @@ def _conditions(value: Any) -> Any:
     if type(value) is not dict:
         return value
     items = tuple(value.items())
-    try:
-        shared = _shared_conditions.get(items)
-    except TypeError:  # an unhashable value: not a condition flag
-        return value
-    if shared is not None:
-        return shared
+    # Types first: 0 == False and 1 == True, so a lookup alone would turn {"ready": 0} into
+    # the shared {"ready": false}.
     if not value.keys() <= _CONDITION_KEYS or any(type(flag) is not bool for _, flag in items):
         return value
-    shared = _shared_conditions[items] = dict(items)
+    shared = _shared_conditions.get(items)
+    if shared is None:
+        shared = _shared_conditions[items] = dict(items)
     return shared
 
 

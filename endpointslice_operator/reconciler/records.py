@@ -258,7 +258,7 @@ def pod_record(pod: Mapping[str, Any], previous: PodRecord | None = None) -> Pod
             intern(name) if type(name) is str else "",
             intern(uid) if type(uid) is str else "",
             _intern_labels(metadata.get("labels")),
-            intern(version) if type(version) is str else "",
+            version if type(version) is str else "",  # unique per version: never shared
             intern(phase) if type(phase) is str else "",
             intern(pod_ip) if type(pod_ip) is str else "",
             pod_ips_tuple,

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .cached_slice import CachedSlice, ParsedBody
 from .endpoints import EndpointKey, EndpointState, existing_entry
 from .labels import LABEL_SERVICE_NAME
 from .ports import PortKey, ports_from_dicts, ports_to_dicts
@@ -148,7 +149,7 @@ class SliceView:
     """State of each endpoint, parallel to ``keys`` (two flat tuples keep the cache small)."""
 
 
-_ParsedBody = tuple[PortKey, tuple[EndpointKey, ...], tuple[EndpointState, ...]]
+_ParsedBody = ParsedBody
 
 
 class SliceParseCache:
@@ -178,7 +179,9 @@ class SliceParseCache:
         uid = metadata.get("uid")
         version = metadata.get("resourceVersion")
         body: _ParsedBody | None = None
-        if isinstance(uid, str) and uid:
+        if type(raw) is CachedSlice:
+            body = raw.parsed  # parsed when it was cached: nothing to parse or to keep here
+        elif isinstance(uid, str) and uid:
             entry = self._entries.get(uid)
             if entry is not None and entry[0] is raw and entry[1] == version:
                 body = entry[2]
@@ -270,9 +273,11 @@ def copy_for_update(
     Only the small parts are copied (metadata, ports); the endpoint list is given. The
     ``managedFields`` are left out: the API server keeps them when an update omits them.
     """
+    # Keys first, values only for the fields copied: reading a CachedSlice's endpoints
+    # rebuilds their JSON, which the update replaces anyway.
     result = {
-        k: copy.deepcopy(v)
-        for k, v in existing.items()
+        k: copy.deepcopy(existing[k])
+        for k in existing
         if k not in ("metadata", "endpoints", "ports")
     }
     metadata_raw = existing.get("metadata")

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from endpointslice_operator.controller.indexes import Indexes, slim_node, slim_service
 from endpointslice_operator.controller.selectors import parse_selector
+from endpointslice_operator.reconciler.cached_slice import CachedSlice
 from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY
 from endpointslice_operator.reconciler.records import pod_record
 from endpointslice_operator.reconciler.slices import SHARED_PARSE_CACHE
@@ -242,26 +243,40 @@ def _endpoint_slice(name: str, uid: str, pods: list[str]) -> dict[str, Any]:
     }
 
 
-def test_our_slices_are_kept_compact_and_equal() -> None:
+def test_our_slices_are_held_parsed_and_equal() -> None:
     idx = make_indexes()
     record = pod_record(pod("web-0", {"app": "web"}))
     decoded = json.loads(json.dumps(_endpoint_slice("web-x", "s-1", ["web-0", "web-1"])))
     idx.slices.put(decoded)
     (held,) = idx.slices.ours("ns/web")
+    assert isinstance(held, CachedSlice) and held.endpoints_rebuilt
     assert held == _endpoint_slice("web-x", "s-1", ["web-0", "web-1"])
-    first, second = held["endpoints"]
-    assert first["conditions"] is second["conditions"]
-    # The strings are the pod record's own (both interned), not copies.
-    assert first["targetRef"]["name"] is record.name
-    assert first["targetRef"]["uid"] is record.uid
-    assert first["addresses"][0] is record.ipv4[0]
+    # The parse holds the pod record's own strings (both interned), not copies.
+    _, keys, states = held.parsed
+    assert keys[0][3] is record.name and states[0][7] is record.name
+    assert states[0][8] is record.uid
+    assert keys[0][0][0] is record.ipv4[0]
 
 
-def test_a_deleted_slice_leaves_the_parse_cache() -> None:
+def test_our_slices_never_enter_the_shared_parse_cache() -> None:
+    """The planner reads a held slice's parse from the slice itself: nothing to cache, nothing
+    left behind in the process-wide parse cache when the slice is deleted."""
     idx = make_indexes()
     endpoint_slice = _endpoint_slice("web-x", "uid-parse-cache-test", ["web-0"])
     idx.slices.put(endpoint_slice)
-    SHARED_PARSE_CACHE.view(idx.slices.ours("ns/web")[0])
-    assert "uid-parse-cache-test" in SHARED_PARSE_CACHE._entries
-    idx.slices.remove(endpoint_slice)
+    (held,) = idx.slices.ours("ns/web")
+    view = SHARED_PARSE_CACHE.view(held)
+    assert view.keys == held.parsed[1] and view.states == held.parsed[2]
     assert "uid-parse-cache-test" not in SHARED_PARSE_CACHE._entries
+
+
+def test_the_same_slice_at_the_same_version_is_not_stored_again() -> None:
+    idx = make_indexes()
+    idx.slices.put(_endpoint_slice("web-x", "s-1", ["web-0"]))
+    (held,) = idx.slices.ours("ns/web")
+    idx.slices.put(_endpoint_slice("web-x", "s-1", ["web-0"]))
+    assert idx.slices.ours("ns/web")[0] is held
+    newer = _endpoint_slice("web-x", "s-1", ["web-0", "web-1"])
+    newer["metadata"]["resourceVersion"] = "8"
+    idx.slices.put(newer)
+    assert idx.slices.ours("ns/web") == [newer]

@@ -96,3 +96,10 @@ def test_odd_shapes_are_left_alone() -> None:
     assert endpoint_slice["endpoints"][0]["conditions"] is not shared["endpoints"][0]["conditions"]
     assert compact_slice({"endpoints": None}) == {"endpoints": None}
     assert compact_slice({}) == {}
+
+
+def test_a_number_is_not_taken_for_a_flag() -> None:
+    """0 == False in Python: a shared {"ready": false} must not replace {"ready": 0}."""
+    compact_slice({"endpoints": [{"conditions": {"ready": False}}]})
+    odd = compact_slice({"endpoints": [{"conditions": {"ready": 0}}]})
+    assert json.dumps(odd) == '{"endpoints": [{"conditions": {"ready": 0}}]}'
