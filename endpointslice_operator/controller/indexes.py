@@ -34,6 +34,7 @@ from endpointslice_operator.controller.optin import (
 )
 from endpointslice_operator.controller.selectors import Operator, Selector
 from endpointslice_operator.reconciler.cached_slice import CachedSlice
+from endpointslice_operator.reconciler.compact import shared_strings
 from endpointslice_operator.reconciler.mirroring import MIRRORING_CONTROLLER_NAME
 from endpointslice_operator.reconciler.records import PodRecord
 
@@ -115,11 +116,12 @@ def slim_service(service: Mapping[str, Any], keep_annotations: Iterable[str]) ->
     }
     if kept:
         slim_meta["annotations"] = kept
+    # Repeated strings (keys, "ClusterIP", "IPv4", "TCP", label and selector keys) shared.
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": slim_meta,
-        "spec": {key: spec[key] for key in _SERVICE_SPEC_FIELDS if key in spec},
+        "metadata": shared_strings(slim_meta),
+        "spec": shared_strings({key: spec[key] for key in _SERVICE_SPEC_FIELDS if key in spec}),
     }
 
 

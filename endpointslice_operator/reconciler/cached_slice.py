@@ -12,7 +12,8 @@ does not know) keeps its endpoint JSON as given, compacted (``compact_slice``), 
 ever lost.
 
 The planner takes the parse straight from a ``CachedSlice`` (``SliceParseCache.view``), without
-parsing or caching anything. ``metadata.managedFields`` is dropped (updates leave it out and the
+parsing or caching anything. The other fields are held with their repeated strings shared
+(``shared_strings``). ``metadata.managedFields`` is dropped (updates leave it out and the
 API server keeps it). A ``CachedSlice`` is a read-only ``Mapping``, not a dict: ``dict(cached)``
 gives a plain copy (with the endpoint JSON rebuilt).
 """
@@ -23,7 +24,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .compact import compact_slice
+from .compact import compact_slice, shared_strings
 from .endpoints import EndpointKey, EndpointState, existing_entry
 from .ports import PortKey, ports_from_dicts
 
@@ -127,7 +128,7 @@ class CachedSlice(Mapping[str, Any]):
         metadata = fields.get("metadata")
         if type(metadata) is dict and "managedFields" in metadata:
             fields["metadata"] = {k: v for k, v in metadata.items() if k != "managedFields"}
-        self._fields = fields
+        self._fields: dict[str, Any] = shared_strings(fields)
         self._ports: PortKey = ports_from_dicts(fields.get("ports"))
         raw = endpoint_slice.get(_ENDPOINTS, _ABSENT)
         entries = [_plain_entry(e) for e in raw] if type(raw) is list else None

@@ -17,7 +17,7 @@ import sys
 from collections.abc import MutableMapping
 from typing import Any, TypeVar
 
-__all__ = ["compact_slice"]
+__all__ = ["compact_slice", "shared_strings"]
 
 _CONDITION_KEYS = frozenset(("ready", "serving", "terminating"))
 _REF_KEYS = ("kind", "namespace", "name", "uid")
@@ -79,3 +79,30 @@ def compact_slice(endpoint_slice: _Slice) -> _Slice:
         if type(ref) is dict:
             _intern_values(ref, _REF_KEYS)
     return endpoint_slice
+
+
+_UNSHARED = frozenset(("resourceVersion", "creationTimestamp", "deletionTimestamp", "annotations"))
+"""Keys whose values are never worth sharing: unique per object or per version (annotation
+values are often long and unique, such as a trigger time)."""
+
+
+def shared_strings(value: Any) -> Any:
+    """A copy of a small JSON tree (an object's metadata, a Service's spec) with its keys and
+    string values interned, except under ``_UNSHARED`` keys.
+
+    A decoded object holds fresh copies of strings that thousands of cached objects repeat:
+    the keys of every event, ``"IPv4"``, ``"TCP"``, ``"ClusterIP"``, label keys and values,
+    owner references' kinds and API versions. Sharing them makes each cached Service or slice
+    hold only its unique strings.
+    """
+    intern = sys.intern
+    if type(value) is dict:
+        return {
+            intern(k) if type(k) is str else k: (v if k in _UNSHARED else shared_strings(v))
+            for k, v in value.items()
+        }
+    if type(value) is list:
+        return [shared_strings(v) for v in value]
+    if type(value) is str:
+        return intern(value)
+    return value

@@ -103,3 +103,28 @@ def test_a_number_is_not_taken_for_a_flag() -> None:
     compact_slice({"endpoints": [{"conditions": {"ready": False}}]})
     odd = compact_slice({"endpoints": [{"conditions": {"ready": 0}}]})
     assert json.dumps(odd) == '{"endpoints": [{"conditions": {"ready": 0}}]}'
+
+
+def test_shared_strings_copies_and_shares_repeated_strings() -> None:
+    from endpointslice_operator.reconciler.compact import shared_strings
+
+    tree = _decoded(
+        {
+            "metadata": {
+                "name": "web",
+                "resourceVersion": "123",
+                "annotations": {"a": "some long value"},
+                "labels": {"app": "web"},
+            },
+            "ports": [{"name": "http", "protocol": "TCP", "port": 80}],
+        }
+    )
+    other = _decoded(tree)
+    shared, theirs = shared_strings(tree), shared_strings(other)
+    assert shared == tree and shared is not tree and shared["ports"] is not tree["ports"]
+    assert shared["ports"][0]["protocol"] is theirs["ports"][0]["protocol"]
+    assert shared["metadata"]["labels"]["app"] is theirs["metadata"]["labels"]["app"]
+    assert next(iter(shared["metadata"])) is next(iter(theirs["metadata"]))  # keys too
+    # Unique per version, or long and unique: left as they are (no interning table entry).
+    assert shared["metadata"]["resourceVersion"] is tree["metadata"]["resourceVersion"]
+    assert shared["metadata"]["annotations"] is tree["metadata"]["annotations"]
