@@ -33,7 +33,7 @@ from endpointslice_operator.controller.optin import (
     evaluate,
 )
 from endpointslice_operator.controller.selectors import Operator, Selector
-from endpointslice_operator.reconciler.cached_slice import CachedSlice
+from endpointslice_operator.reconciler.cached_slice import CachedSlice, PodLookup
 from endpointslice_operator.reconciler.compact import shared_strings
 from endpointslice_operator.reconciler.mirroring import MIRRORING_CONTROLLER_NAME
 from endpointslice_operator.reconciler.records import PodRecord
@@ -338,7 +338,9 @@ class _NamespacePods:
 
     def __init__(self) -> None:
         self.pods: dict[str, PodRecord] = {}
-        self.by_label: dict[tuple[str, str], set[str]] = defaultdict(set)
+        # A bucket is a dict used as an ordered set (values None): for the usual bucket of a
+        # few to a few dozen pods it is half the size of a set.
+        self.by_label: dict[tuple[str, str], dict[str, None]] = defaultdict(dict)
         self.indexed: set[str] = set()
         """Label keys with buckets in ``by_label``: those some selector has asked for."""
 
@@ -346,7 +348,7 @@ class _NamespacePods:
         for key in self.indexed:
             value = record.labels.get(key)
             if value is not None:
-                self.by_label[(key, value)].add(record.name)
+                self.by_label[(key, value)][record.name] = None
 
     def unlabel(self, record: PodRecord) -> None:
         for key in self.indexed:
@@ -355,7 +357,7 @@ class _NamespacePods:
                 continue
             names = self.by_label.get((key, value))
             if names is not None:
-                names.discard(record.name)
+                names.pop(record.name, None)
                 if not names:
                     del self.by_label[(key, value)]
 
@@ -365,7 +367,7 @@ class _NamespacePods:
         for name, record in self.pods.items():
             value = record.labels.get(key)
             if value is not None:
-                self.by_label[(key, value)].add(name)
+                self.by_label[(key, value)][name] = None
 
 
 class PodIndex:
@@ -564,15 +566,17 @@ class SliceIndex:
     """Our slices per Service (as last seen), and where every other slice belongs.
 
     Our slices are held as ``CachedSlice``s: the endpoints in the reconciler's parsed form
-    only (strings shared with the pod records), their JSON rebuilt when read, which is what the
+    only (the pods' own strings shared with their records, found through ``pods``), their JSON
+    rebuilt when read, which is what the
     planner reads without parsing. The echo of a write of ours (the same object at the same
     resourceVersion as held) is not parsed again.
     """
 
-    def __init__(self, managed_by: str) -> None:
+    def __init__(self, managed_by: str, pods: PodLookup | None = None) -> None:
         self.managed_by = managed_by
+        self._pods = pods
         self._refs: dict[tuple[str, str], SliceRef] = {}
-        self._ours: dict[str, dict[str, Mapping[str, Any]]] = defaultdict(dict)
+        self._ours: dict[str, dict[str, CachedSlice]] = defaultdict(dict)
         self._upstream: dict[str, set[str]] = defaultdict(set)
         self._mirrored: dict[str, set[str]] = defaultdict(set)
         """Slices of kube-controller-manager's mirroring controller, per Service key."""
@@ -591,7 +595,7 @@ class SliceIndex:
         self._refs[(namespace, name)] = ref
         if ref.service is not None:
             if ref.managed_by == self.managed_by:
-                self._ours[ref.service][name] = CachedSlice(endpoint_slice)
+                self._ours[ref.service][name] = CachedSlice(endpoint_slice, self._pods)
             elif ref.managed_by == UPSTREAM_CONTROLLER_NAME:
                 self._upstream[ref.service].add(name)
             elif ref.managed_by == MIRRORING_CONTROLLER_NAME:
@@ -645,6 +649,15 @@ class SliceIndex:
             labels[LABEL_MANAGED_BY] = ref.managed_by
         return {"metadata": {"namespace": namespace, "name": name, "labels": labels}}
 
+    def share_pod_strings(self) -> None:
+        """Let every slice of ours take its pods' strings from their records (once the initial
+        listings are in: slices listed before their pods hold copies of their own)."""
+        if self._pods is None:
+            return
+        for slices in self._ours.values():
+            for cached in slices.values():
+                cached.share_pod_strings(self._pods)
+
     def ours(self, key: str) -> list[Mapping[str, Any]]:
         """Our slices of a Service, as last seen (read-only ``CachedSlice``s)."""
         return list(self._ours.get(key, {}).values())
@@ -684,7 +697,7 @@ class Indexes:
         )
         self.pods = PodIndex()
         self.nodes = NodeIndex()
-        self.slices = SliceIndex(managed_by)
+        self.slices = SliceIndex(managed_by, pods=self.pods.get)
         self.claims = ClaimIndex()
         self.endpoints = EndpointsIndex(managed_by)
 

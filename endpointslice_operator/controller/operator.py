@@ -345,12 +345,25 @@ class Operator:
             "services": router.on_service,
             "endpointslices": router.on_slice,
         }
+        # Our slices are listed once the pods are: a cached slice then holds its pods' own
+        # strings (name, uid, address) from their records instead of copies (CachedSlice); the
+        # other way round it would hold copies until the next write of each slice.
+        pods_listed = asyncio.Event()
+        unlisted: set[str | None] = set(namespaces) or {None}
+
+        def pods_scope_listed(scope: str | None) -> None:
+            unlisted.discard(scope)
+            if not unlisted:
+                pods_listed.set()
+
+        async def watch(kind: str) -> None:
+            on_listed = pods_scope_listed if kind == "pods" else None
+            if kind == "endpointslices":
+                await pods_listed.wait()
+            await self._watcher(api_client, router, kind, handlers[kind], on_listed).run()
+
         watch_tasks = [
-            asyncio.create_task(
-                self._watcher(api_client, router, kind, handlers[kind]).run(),
-                name=f"{kind}-watch",
-            )
-            for kind in ALWAYS_WATCHED
+            asyncio.create_task(watch(kind), name=f"{kind}-watch") for kind in ALWAYS_WATCHED
         ]
         probe_task = asyncio.create_task(
             self._probe_resets(api_client, router.watermark), name="reset-probe"
@@ -434,6 +447,7 @@ class Operator:
         router.on_relist = lambda kind: self._spawn(self._verify_relist(api_client, router, kind))
         router.relist_tracking = True
         log.info("initial listings are in: %s", self.indexes.counts())
+        self.indexes.slices.share_pod_strings()
         if self.settle_heap:
             heap.settle()  # the caches are long-lived: out of the cyclic collector's walks
         self._ready.set()

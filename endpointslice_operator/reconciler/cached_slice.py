@@ -11,6 +11,11 @@ A slice with any other endpoint (hints, a hostname, several addresses, a field t
 does not know) keeps its endpoint JSON as given, compacted (``compact_slice``), so nothing is
 ever lost.
 
+Strings repeated across endpoints (node and zone names, ``Pod``, the namespace) are interned;
+a pod's own (name, uid, address) are taken from its ``PodRecord`` when the cache can look pods
+up (``pods``), so that a record and the slice showing it hold them once, without an interning
+table entry per pod (which would cost about as much as the strings).
+
 The planner takes the parse straight from a ``CachedSlice`` (``SliceParseCache.view``), without
 parsing or caching anything. The other fields are held with their repeated strings shared
 (``shared_strings``). ``metadata.managedFields`` is dropped (updates leave it out and the
@@ -21,17 +26,21 @@ gives a plain copy (with the endpoint JSON rebuilt).
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from .compact import compact_slice, shared_strings
 from .endpoints import EndpointKey, EndpointState, existing_entry
 from .ports import PortKey, ports_from_dicts
+from .records import PodRecord
 
-__all__ = ["CachedSlice", "ParsedBody"]
+__all__ = ["CachedSlice", "ParsedBody", "PodLookup"]
 
 ParsedBody = tuple[PortKey, tuple[EndpointKey, ...], tuple[EndpointState, ...]]
 """The planner's parse of a slice: its port key and each endpoint's identity and state."""
+
+PodLookup = Callable[[str, str], PodRecord | None]
+"""``(namespace, name) -> the pod's record``, or None when it is not known."""
 
 _ENDPOINTS = "endpoints"
 _ABSENT = object()
@@ -39,69 +48,105 @@ _REBUILT = object()
 """``CachedSlice._endpoints`` when the endpoint JSON is rebuilt from the parse."""
 
 
-def _plain_entry(endpoint: Any) -> tuple[str, EndpointState] | None:
-    """Address and state of an endpoint that ``_endpoint_json`` rebuilds exactly, else None.
+_Columns = tuple[
+    tuple[str, str],
+    tuple[str, ...],
+    tuple[str | None, ...],
+    tuple[str | None, ...],
+    bytes,
+    tuple[str, ...],
+    tuple[str, ...],
+]
+"""``((kind, namespace), addresses, nodes, zones, condition bits, names, uids)``."""
 
-    Strings are interned (shared with the pod records and between slices)."""
-    if type(endpoint) is not dict:
-        return None
-    addresses = endpoint.get("addresses")
-    conditions = endpoint.get("conditions")
-    ref = endpoint.get("targetRef")
-    node_name = endpoint.get("nodeName", _ABSENT)
-    zone = endpoint.get("zone", _ABSENT)
-    if (
-        len(endpoint) != 3 + (node_name is not _ABSENT) + (zone is not _ABSENT)
-        or type(addresses) is not list
-        or len(addresses) != 1
-        or type(addresses[0]) is not str
-        or type(conditions) is not dict
-        or len(conditions) != 3
-        or type(ref) is not dict
-        or len(ref) != 4
-        or (node_name is not _ABSENT and type(node_name) is not str)
-        or (zone is not _ABSENT and type(zone) is not str)
-    ):
-        return None
-    ready = conditions.get("ready")
-    serving = conditions.get("serving")
-    terminating = conditions.get("terminating")
-    kind, ns, name, uid = ref.get("kind"), ref.get("namespace"), ref.get("name"), ref.get("uid")
-    if (
-        type(ready) is not bool
-        or type(serving) is not bool
-        or type(terminating) is not bool
-        or type(kind) is not str
-        or type(ns) is not str
-        or type(name) is not str
-        or type(uid) is not str
-    ):
-        return None
+
+def _columns(endpoints: list[Any], pods: PodLookup | None) -> _Columns | None:
+    """The endpoints column by column, if ``_endpoint_json`` rebuilds every one exactly and
+    all targetRefs have one kind and namespace (a Service's pods do); else None.
+
+    Strings repeated across endpoints (node, zone, kind, namespace) are interned; the pod's own
+    (name, uid, address) are taken from its record when ``pods`` knows it (same uid)."""
     intern = sys.intern
-    ns, name = intern(ns), intern(name)
-    state: EndpointState = (
-        intern(node_name) if type(node_name) is str else None,
-        intern(zone) if type(zone) is str else None,
-        ready,
-        serving,
-        terminating,
-        intern(kind),
-        ns,
-        name,
-        intern(uid),
-        "",
-        "",
+    addresses: list[str] = []
+    nodes: list[str | None] = []
+    zones: list[str | None] = []
+    bits: list[int] = []
+    names: list[str] = []
+    uids: list[str] = []
+    ref_kind = ref_ns = None
+    for endpoint in endpoints:
+        if type(endpoint) is not dict:
+            return None
+        given = endpoint.get("addresses")
+        conditions = endpoint.get("conditions")
+        ref = endpoint.get("targetRef")
+        node_name = endpoint.get("nodeName", _ABSENT)
+        zone = endpoint.get("zone", _ABSENT)
+        if (
+            len(endpoint) != 3 + (node_name is not _ABSENT) + (zone is not _ABSENT)
+            or type(given) is not list
+            or len(given) != 1
+            or type(given[0]) is not str
+            or type(conditions) is not dict
+            or len(conditions) != 3
+            or type(ref) is not dict
+            or len(ref) != 4
+            or (node_name is not _ABSENT and type(node_name) is not str)
+            or (zone is not _ABSENT and type(zone) is not str)
+        ):
+            return None
+        ready = conditions.get("ready")
+        serving = conditions.get("serving")
+        terminating = conditions.get("terminating")
+        kind, ns = ref.get("kind"), ref.get("namespace")
+        name, uid = ref.get("name"), ref.get("uid")
+        if (
+            type(ready) is not bool
+            or type(serving) is not bool
+            or type(terminating) is not bool
+            or type(kind) is not str
+            or type(ns) is not str
+            or type(name) is not str
+            or type(uid) is not str
+        ):
+            return None
+        if ref_kind is None:
+            ref_kind, ref_ns = intern(kind), intern(ns)
+        elif kind != ref_kind or ns != ref_ns:
+            return None
+        address = given[0]
+        record = pods(ns, name) if pods is not None else None
+        if record is not None and record.uid == uid:
+            # The pod's own strings, held once for the record and the slice.
+            name, uid = record.name, record.uid
+            for known in record.pod_ips:
+                if known == address:
+                    address = known
+                    break
+        addresses.append(address)
+        nodes.append(intern(node_name) if type(node_name) is str else None)
+        zones.append(intern(zone) if type(zone) is str else None)
+        bits.append(ready | serving << 1 | terminating << 2)
+        names.append(name)
+        uids.append(uid)
+    return (
+        (ref_kind or "Pod", ref_ns or ""),
+        tuple(addresses),
+        tuple(nodes),
+        tuple(zones),
+        bytes(bits),
+        tuple(names),
+        tuple(uids),
     )
-    return intern(addresses[0]), state
 
 
 def _plain_key(address: str, state: EndpointState) -> EndpointKey:
-    """The identity ``existing_entry`` gives the endpoint ``_plain_entry`` parsed."""
+    """The identity ``existing_entry`` gives an endpoint held in columns."""
     return ((address,), "", state[6], state[7])
 
 
 def _endpoint_json(address: str, state: EndpointState) -> dict[str, Any]:
-    """The endpoint ``_plain_entry`` parsed, as the API server serialises it."""
+    """An endpoint held in columns, as the API server serialises it."""
     node_name, zone, ready, serving, terminating, kind, ns, name, uid, _, _ = state
     endpoint: dict[str, Any] = {
         "addresses": [address],
@@ -121,9 +166,22 @@ class CachedSlice(Mapping[str, Any]):
     ``parsed`` is what ``SliceParseCache.view`` would compute for the same slice.
     """
 
-    __slots__ = ("_addresses", "_endpoints", "_fields", "_keys", "_ports", "_states")
+    __slots__ = (
+        "_addresses",
+        "_endpoints",
+        "_fields",
+        "_flags",
+        "_keys",
+        "_names",
+        "_nodes",
+        "_ports",
+        "_ref",
+        "_states",
+        "_uids",
+        "_zones",
+    )
 
-    def __init__(self, endpoint_slice: Mapping[str, Any]) -> None:
+    def __init__(self, endpoint_slice: Mapping[str, Any], pods: PodLookup | None = None) -> None:
         fields = {k: v for k, v in endpoint_slice.items() if k != _ENDPOINTS}
         metadata = fields.get("metadata")
         if type(metadata) is dict and "managedFields" in metadata:
@@ -131,31 +189,63 @@ class CachedSlice(Mapping[str, Any]):
         self._fields: dict[str, Any] = shared_strings(fields)
         self._ports: PortKey = ports_from_dicts(fields.get("ports"))
         raw = endpoint_slice.get(_ENDPOINTS, _ABSENT)
-        entries = [_plain_entry(e) for e in raw] if type(raw) is list else None
-        if entries is not None and None not in entries:
-            # Every endpoint is rebuilt from its address and state: hold those alone (the
-            # identity keys are built when the planner asks, a few tenths of a microsecond each).
+        columns = _columns(raw, pods) if type(raw) is list else None
+        if columns is not None:
+            # Every endpoint is rebuilt from its columns (a tuple per field, the conditions as
+            # bits: about 45 bytes per endpoint, against about 150 as state tuples).
             self._endpoints: Any = _REBUILT
-            self._addresses: tuple[str, ...] = tuple(e[0] for e in entries if e is not None)
-            self._states: tuple[EndpointState, ...] = tuple(e[1] for e in entries if e is not None)
-            self._keys: tuple[EndpointKey, ...] | None = None
+            self._hold(columns)
             return
         self._endpoints = raw
-        self._addresses = ()
         pairs = []
         if type(raw) is list:
             compact_slice({_ENDPOINTS: raw})
             pairs = [existing_entry(e) for e in raw if isinstance(e, Mapping)]
-        self._keys = tuple(k for k, _ in pairs)
-        self._states = tuple(s for _, s in pairs)
+        self._keys: tuple[EndpointKey, ...] = tuple(k for k, _ in pairs)
+        self._states: tuple[EndpointState, ...] = tuple(s for _, s in pairs)
+
+    def _hold(self, columns: _Columns) -> None:
+        (
+            self._ref,
+            self._addresses,
+            self._nodes,
+            self._zones,
+            self._flags,
+            self._names,
+            self._uids,
+        ) = columns
+
+    def _column_states(self) -> tuple[EndpointState, ...]:
+        kind, ns = self._ref
+        columns = zip(self._nodes, self._zones, self._flags, self._names, self._uids, strict=True)
+        return tuple(
+            (node, zone, bool(b & 1), bool(b & 2), bool(b & 4), kind, ns, name, uid, "", "")
+            for node, zone, b, name, uid in columns
+        )  # fmt: skip
+
+    def share_pod_strings(self, pods: PodLookup) -> None:
+        """Take the pods' own strings from their records now (for slices cached before their
+        pods were)."""
+        if self._endpoints is not _REBUILT:
+            return
+        ns = self._ref[1]
+        records = [pods(ns, name) for name in self._names]
+        if all(
+            record is not None and record.name is name and record.uid is uid
+            for record, name, uid in zip(records, self._names, self._uids, strict=True)
+        ):
+            return  # shared already (or nothing to share): no new tuples
+        columns = _columns(self._endpoint_list(), pods)
+        if columns is not None:
+            self._hold(columns)
 
     @property
     def parsed(self) -> ParsedBody:
         """What ``SliceParseCache.view`` would compute for the same slice."""
-        keys = self._keys
-        if keys is None:
-            keys = tuple(map(_plain_key, self._addresses, self._states))
-        return self._ports, keys, self._states
+        if self._endpoints is _REBUILT:
+            states = self._column_states()
+            return self._ports, tuple(map(_plain_key, self._addresses, states)), states
+        return self._ports, self._keys, self._states
 
     @property
     def endpoints_rebuilt(self) -> bool:
@@ -164,7 +254,7 @@ class CachedSlice(Mapping[str, Any]):
 
     def _endpoint_list(self) -> Any:
         if self._endpoints is _REBUILT:
-            return list(map(_endpoint_json, self._addresses, self._states))
+            return list(map(_endpoint_json, self._addresses, self._column_states()))
         return self._endpoints
 
     def __getitem__(self, key: str) -> Any:

@@ -1,14 +1,15 @@
 """Leaner EndpointSlices for long-lived caches.
 
 A controller keeps every slice it manages in memory, and most of that memory is the endpoint
-list: per endpoint a dict, its conditions, its targetRef and half a dozen strings that the same
-process already holds elsewhere (the pod's name, uid and IP in its pod cache, the node and zone
-names thousands of times over). ``compact_slice`` rewrites a freshly decoded slice in place so
-that equal strings are one object (``sys.intern``, which the pod records use too) and endpoints
-with equal conditions share one conditions dict. The result compares equal to the input and
-serialises to the same JSON; it must be treated as read-only, like any cached object (the
-planner deep-copies what it writes back). About 1.7 us per endpoint, a little more than
-decoding it costs.
+list: per endpoint a dict, its conditions, its targetRef and half a dozen strings, some of them
+repeated thousands of times over (node and zone names, ``Pod``, the namespace).
+``compact_slice`` rewrites a freshly decoded slice in place so that those repeated strings are
+one object each (``sys.intern``) and endpoints with equal conditions share one conditions dict.
+A pod's own strings (its address, name and uid) are left as they are: interning a string that
+only one endpoint holds costs an interning table entry and saves nothing. The result compares
+equal to the input and serialises to the same JSON; it must be treated as read-only, like any
+cached object (the planner deep-copies what it writes back). ``CachedSlice`` (the operator's
+slice cache) goes further and holds no endpoint JSON at all.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from typing import Any, TypeVar
 __all__ = ["compact_slice", "shared_strings"]
 
 _CONDITION_KEYS = frozenset(("ready", "serving", "terminating"))
-_REF_KEYS = ("kind", "namespace", "name", "uid")
-_ENDPOINT_STRINGS = ("nodeName", "zone", "hostname")
+_REF_KEYS = ("kind", "namespace")
+_ENDPOINT_STRINGS = ("nodeName", "zone")
 
 _Slice = TypeVar("_Slice", bound=MutableMapping[str, Any])
 
@@ -63,15 +64,9 @@ def compact_slice(endpoint_slice: _Slice) -> _Slice:
     endpoints = endpoint_slice.get("endpoints")
     if type(endpoints) is not list:
         return endpoint_slice
-    intern = sys.intern
     for endpoint in endpoints:
         if type(endpoint) is not dict:
             continue
-        addresses = endpoint.get("addresses")
-        if type(addresses) is list:
-            for i, address in enumerate(addresses):
-                if type(address) is str:
-                    addresses[i] = intern(address)
         if "conditions" in endpoint:
             endpoint["conditions"] = _conditions(endpoint["conditions"])
         _intern_values(endpoint, _ENDPOINT_STRINGS)

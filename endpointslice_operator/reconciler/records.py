@@ -55,6 +55,22 @@ _label_maps: weakref.WeakValueDictionary[tuple[tuple[str, str], ...], _LabelMap]
 )
 _port_tables: dict[tuple[ContainerPort, ...], tuple[ContainerPort, ...]] = {}
 _INTERN_LIMIT = 1 << 16
+_recent_times: dict[str, str] = {}
+_TIMES_LIMIT = 4096
+"""Ready transition times seen lately, to share: pods started together (a rollout, a node
+coming back) carry the same second, while over a cluster's life nearly every time is one
+pod's, which a process-wide interning table would keep an entry for."""
+
+
+def _shared_time(value: str) -> str:
+    shared = _recent_times.get(value)
+    if shared is None:
+        if len(_recent_times) >= _TIMES_LIMIT:
+            _recent_times.clear()
+        _recent_times[value] = shared = value
+    return shared
+
+
 """Port tables are tuples, which cannot be held weakly; they follow pod templates (Jobs seldom
 declare ports), and the table is emptied when it reaches this size."""
 
@@ -201,8 +217,10 @@ def _parse_pod_ips(
             errors.append(_ip_error(ip, parsed))
             raw_ips.append(ip)
             continue
-        canonical = sys.intern(parsed[0])
-        # The usual IP is already canonical: keep one string for both fields.
+        # The usual IP is already canonical: keep one string for both fields. (Not interned:
+        # an address is one pod's, and an interning table entry would cost more than sharing
+        # it saves.)
+        canonical = ip if parsed[0] == ip else parsed[0]
         raw_ips.append(canonical if canonical == ip else ip)
         (ipv6 if parsed[1] else ipv4).append(canonical)
     given = tuple(raw_ips)
@@ -220,8 +238,8 @@ def pod_record(pod: Mapping[str, Any], previous: PodRecord | None = None) -> Pod
     reused when ``status.podIPs`` is unchanged (it is, for every update after the first).
     """
     # This runs for every pod event in the operator and for every pod of every call in the
-    # library path: strings are interned inline and the tuple is built without NamedTuple's
-    # keyword handling.
+    # library path: strings shared by many pods are interned inline and the tuple is built
+    # without NamedTuple's keyword handling.
     intern = sys.intern
     errors: list[str] = []
     metadata = _mapping(pod.get("metadata"))
@@ -240,7 +258,7 @@ def pod_record(pod: Mapping[str, Any], previous: PodRecord | None = None) -> Pod
         if _is_mapping(condition) and condition.get("type") == "Ready":
             ready = condition.get("status") == "True"
             transition = condition.get("lastTransitionTime")
-            ready_transition = intern(transition) if type(transition) is str else None
+            ready_transition = _shared_time(transition) if type(transition) is str else None
             break
     namespace = metadata.get("namespace")
     name = metadata.get("name")
@@ -248,6 +266,17 @@ def pod_record(pod: Mapping[str, Any], previous: PodRecord | None = None) -> Pod
     version = metadata.get("resourceVersion")
     phase = status.get("phase")
     pod_ip = status.get("podIP")
+    # A pod's own strings (name, uid, addresses) are not interned: unique to it, they
+    # would only add interning table entries (about 50 bytes each, never given back). The
+    # previous record's objects are kept where equal, so that what holds them (a slice cache
+    # sharing them, see CachedSlice) keeps sharing them across the pod's updates.
+    if previous is not None:
+        if name == previous.name:
+            name = previous.name
+        if uid == previous.uid:
+            uid = previous.uid
+    if type(pod_ip) is str and pod_ips_tuple and pod_ip == pod_ips_tuple[0]:
+        pod_ip = pod_ips_tuple[0]
     node_name = spec.get("nodeName")
     hostname = spec.get("hostname")
     subdomain = spec.get("subdomain")
@@ -255,12 +284,12 @@ def pod_record(pod: Mapping[str, Any], previous: PodRecord | None = None) -> Pod
     record: PodRecord = _new_record(
         (
             intern(namespace) if type(namespace) is str else "",
-            intern(name) if type(name) is str else "",
-            intern(uid) if type(uid) is str else "",
+            name if type(name) is str else "",
+            uid if type(uid) is str else "",
             _intern_labels(metadata.get("labels")),
-            version if type(version) is str else "",  # unique per version: never shared
+            version if type(version) is str else "",
             intern(phase) if type(phase) is str else "",
-            intern(pod_ip) if type(pod_ip) is str else "",
+            pod_ip if type(pod_ip) is str else "",
             pod_ips_tuple,
             ipv4_tuple,
             ipv6_tuple,

@@ -243,19 +243,59 @@ def _endpoint_slice(name: str, uid: str, pods: list[str]) -> dict[str, Any]:
     }
 
 
+def _decoded_pod(name: str) -> dict[str, Any]:
+    decoded: dict[str, Any] = json.loads(json.dumps(pod(name, {"app": "web"})))
+    return decoded
+
+
+def _shares_record_strings(held: CachedSlice, record: Any) -> bool:
+    _, keys, states = held.parsed
+    return (
+        keys[0][3] is record.name
+        and states[0][7] is record.name
+        and states[0][8] is record.uid
+        and keys[0][0][0] is record.pod_ips[0]
+    )
+
+
 def test_our_slices_are_held_parsed_and_equal() -> None:
     idx = make_indexes()
-    record = pod_record(pod("web-0", {"app": "web"}))
+    idx.pods.put(pod_record(_decoded_pod("web-0")))
+    record = idx.pods.get("ns", "web-0")
     decoded = json.loads(json.dumps(_endpoint_slice("web-x", "s-1", ["web-0", "web-1"])))
     idx.slices.put(decoded)
     (held,) = idx.slices.ours("ns/web")
     assert isinstance(held, CachedSlice) and held.endpoints_rebuilt
     assert held == _endpoint_slice("web-x", "s-1", ["web-0", "web-1"])
-    # The parse holds the pod record's own strings (both interned), not copies.
-    _, keys, states = held.parsed
-    assert keys[0][3] is record.name and states[0][7] is record.name
-    assert states[0][8] is record.uid
-    assert keys[0][0][0] is record.ipv4[0]
+    # The parse holds the pod record's own strings (found in the pod index), not copies.
+    assert _shares_record_strings(held, record)
+    # A new version of the pod keeps them, so the slice keeps sharing them.
+    updated = _decoded_pod("web-0")
+    updated["metadata"]["resourceVersion"] = "9"
+    new = pod_record(updated, record)
+    assert new.name is record.name and new.uid is record.uid and new.pod_ips is record.pod_ips
+
+
+def test_slices_listed_before_their_pods_share_their_strings_once_told() -> None:
+    idx = make_indexes()
+    idx.slices.put(json.loads(json.dumps(_endpoint_slice("web-x", "s-1", ["web-0"]))))
+    idx.pods.put(pod_record(_decoded_pod("web-0")))
+    record = idx.pods.get("ns", "web-0")
+    (held,) = idx.slices.ours("ns/web")
+    assert not _shares_record_strings(held, record)
+    before = dict(held)
+    idx.slices.share_pod_strings()
+    assert _shares_record_strings(held, record) and held == before
+
+
+def test_a_pod_of_another_uid_lends_no_strings() -> None:
+    idx = make_indexes()
+    other = _decoded_pod("web-0")
+    other["metadata"]["uid"] = "a-new-pod-of-that-name"
+    idx.pods.put(pod_record(other))
+    idx.slices.put(json.loads(json.dumps(_endpoint_slice("web-x", "s-1", ["web-0"]))))
+    (held,) = idx.slices.ours("ns/web")
+    assert held.parsed[2][0][8] == "p-web-0"  # the slice's own uid, not the record's
 
 
 def test_our_slices_never_enter_the_shared_parse_cache() -> None:

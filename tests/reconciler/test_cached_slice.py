@@ -123,3 +123,11 @@ def test_any_endpoints_read_back_equal_with_the_planners_parse(endpoints: list[A
     )
     if not rebuilt_shape or len(plain) != len(endpoints):
         assert not cached.endpoints_rebuilt
+
+
+def test_endpoints_of_pods_in_other_namespaces_keep_their_json() -> None:
+    endpoint_slice = _planned_slice()
+    endpoint_slice["endpoints"][0]["targetRef"]["namespace"] = "elsewhere"
+    cached = CachedSlice(_decoded(endpoint_slice))
+    assert not cached.endpoints_rebuilt
+    assert cached == endpoint_slice and cached.parsed == _parse_body(endpoint_slice)
