@@ -30,6 +30,7 @@ The response is returned unread; :func:`~.writer.raise_for_status` reads it.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -83,7 +84,9 @@ class DirectRequests:
         if api_client.cookie:
             headers["Cookie"] = api_client.cookie
         query: list[tuple[str, str]] = []
-        await api_client.update_params_for_auth(headers, query, AUTH_SETTINGS)
+        applied = api_client.update_params_for_auth(headers, query, AUTH_SETTINGS)
+        if inspect.isawaitable(applied):  # a coroutine in current kubernetes-asyncio releases
+            await applied
         rest = api_client.rest_client
         options: dict[str, Any] = {"headers": headers, "timeout": NO_TIMEOUT}
         if body is not None:
