@@ -11,8 +11,9 @@
   carries both.
 
 The writes on the per-event path (EndpointSlices, Endpoints) do not go through the client's
-generic request machinery at all, only through its session and settings
-(:mod:`.direct_requests`).
+generic request machinery at all (:mod:`.direct_requests`), and, unless a proxy is configured,
+not through aiohttp either: ``OperatorApiClient.keepalive`` (:mod:`.keepalive`) holds their
+connections, closed with the client.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio.client import ApiClient, Configuration
 from yarl import URL
+
+from endpointslice_operator.controller.keepalive import KeepAlivePool, tls_context
 
 __all__ = ["READ_BUFSIZE", "OperatorApiClient", "resolve_env_proxy"]
 
@@ -55,7 +58,8 @@ def resolve_env_proxy(configuration: Configuration) -> None:
 
 class OperatorApiClient(ApiClient):
     """``ApiClient`` on a session with ``trust_env=False`` (same connector, so the TLS context
-    and the connection pool stay).
+    and the connection pool stay), plus ``keepalive``: the writers' own connections to the API
+    server (:mod:`.keepalive`), unless a proxy is configured.
 
     Resolve the proxy into the configuration (``resolve_env_proxy``) before creating it.
     """
@@ -70,3 +74,11 @@ class OperatorApiClient(ApiClient):
             rest.pool_manager = aiohttp.ClientSession(
                 connector=connector, trust_env=False, read_bufsize=READ_BUFSIZE
             )
+        self.keepalive: KeepAlivePool | None = None
+        if not rest.proxy:
+            self.keepalive = KeepAlivePool(lambda: tls_context(configuration), rest.server_hostname)
+
+    async def close(self) -> None:
+        if self.keepalive is not None:
+            await self.keepalive.close()
+        await super().close()

@@ -1,18 +1,21 @@
-"""JSON requests straight through the API client's aiohttp session, for the writes that every
-pod event can cost (EndpointSlice and Endpoints create, replace, delete).
+"""JSON requests with a kubernetes-asyncio client's settings but without its request machinery,
+for the writes that every pod event can cost (EndpointSlice and Endpoints create, replace,
+delete).
 
 kubernetes-asyncio's generated methods go through ``ApiClient.__call_api``: parameter checks,
 ``Accept`` and ``Content-Type`` negotiation, ``sanitize_for_serialization`` of headers and path
 parameters, query building, then ``RESTClientObject.request`` with its own ``json.dumps`` of the
 body into a ``str`` (which aiohttp encodes again). Measured per slice PUT, that machinery cost
 about as much CPU as aiohttp itself. :class:`DirectRequests` sends the same request with what
-it needs and nothing else, and keeps every setting of the client as the generic path applies it:
+it needs and nothing else, and keeps every setting of the client:
 
-* the session (``rest_client.pool_manager``): its connector holds the TLS context, with the CA,
-  the client certificate and key and ``verify_ssl``; and the connection pool;
-* ``rest_client.proxy`` / ``proxy_headers`` (from ``configuration.proxy``: kubeconfig
-  ``proxy-url`` or :func:`~.api_client.resolve_env_proxy`) and ``server_hostname``
-  (kubeconfig ``tls-server-name``), passed per request as ``RESTClientObject.request`` does;
+* the connection: :class:`~.keepalive.KeepAlivePool` of an ``OperatorApiClient`` (its TLS
+  context built from the same configuration fields: CA, client certificate and key,
+  ``verify_ssl``; ``tls-server-name``), or, when a proxy is configured or for any other
+  ``ApiClient``, the client's aiohttp session (``rest_client.pool_manager``, whose connector
+  holds the TLS context) with ``rest_client.proxy`` / ``proxy_headers`` (kubeconfig
+  ``proxy-url`` or :func:`~.api_client.resolve_env_proxy`) and ``server_hostname``, passed per
+  request as ``RESTClientObject.request`` does;
 * the client's default headers (``User-Agent``) and cookie;
 * authentication through ``ApiClient.update_params_for_auth`` on every request, as the
   generated methods do: that calls ``configuration.auth_settings()``, which runs
@@ -25,7 +28,7 @@ Two deliberate differences: ``Accept`` is ``application/json`` only (the generat
 offer YAML and protobuf, which the caller could not read), and the body goes out as compact
 JSON bytes (:mod:`.json_codec`).
 
-The response is returned unread; :func:`~.writer.raise_for_status` reads it.
+The response is returned for :func:`~.writer.raise_for_status` to read.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from kubernetes_asyncio.client import ApiClient
 from yarl import URL
 
 from endpointslice_operator.controller.json_codec import dump_bytes
+from endpointslice_operator.controller.keepalive import KeepAlivePool, Response
 
 __all__ = ["DirectRequests", "path_segment"]
 
@@ -56,7 +60,7 @@ def path_segment(value: str) -> str:
 
 
 class DirectRequests:
-    """JSON requests on one kubernetes-asyncio ``ApiClient``'s session and settings."""
+    """JSON requests with one kubernetes-asyncio ``ApiClient``'s settings."""
 
     def __init__(self, api_client: ApiClient) -> None:
         self._api_client: Any = api_client
@@ -75,10 +79,10 @@ class DirectRequests:
 
     async def request(
         self, method: str, path: str, body: Mapping[str, Any] | None = None
-    ) -> aiohttp.ClientResponse:
+    ) -> aiohttp.ClientResponse | Response:
         """Send ``method`` to ``path`` (quoted already, see :func:`path_segment`) with ``body``
-        as JSON; the aiohttp response, unread. Connection failures raise aiohttp's errors, as
-        the generated methods do."""
+        as JSON; the response (an aiohttp one unread, or a complete :class:`~.keepalive.Response`).
+        Connection failures raise aiohttp's errors, as the generated methods do."""
         api_client = self._api_client
         headers: dict[str, str] = {**api_client.default_headers, "Accept": JSON}
         if api_client.cookie:
@@ -88,10 +92,16 @@ class DirectRequests:
         if inspect.isawaitable(applied):  # a coroutine in current kubernetes-asyncio releases
             await applied
         rest = api_client.rest_client
-        options: dict[str, Any] = {"headers": headers, "timeout": NO_TIMEOUT}
+        data = None
         if body is not None:
             headers["Content-Type"] = JSON
-            options["data"] = dump_bytes(body)
+            data = dump_bytes(body)
+        keepalive: KeepAlivePool | None = getattr(api_client, "keepalive", None)
+        if keepalive is not None and not rest.proxy:
+            return await keepalive.request(method, self._url(path, query), headers, data)
+        options: dict[str, Any] = {"headers": headers, "timeout": NO_TIMEOUT}
+        if data is not None:
+            options["data"] = data
         if rest.proxy:
             options["proxy"] = rest.proxy
         if rest.proxy_headers:

@@ -1,6 +1,8 @@
 """The slice and Endpoints writes (``controller.writer`` on ``controller.direct_requests``)
 against the API emulator over HTTP: the status semantics of ``ApiError``, and the client's
-credentials (bearer token refreshed per request, basic auth) and proxy on every write.
+credentials (bearer token refreshed per request, basic auth) and proxy on every write. The
+operator's client sends them on its own keep-alive connections (``controller.keepalive``),
+through the aiohttp session when a proxy is configured or on a stock ``ApiClient``.
 
 The emulator does not authenticate; a recording HTTP server in front of it (as the API server's
 address, or as a forward proxy) shows what each write carried.
@@ -120,6 +122,7 @@ async def recorder(emu: Emulator) -> AsyncIterator[RecordingServer]:
 
 
 async def test_create_replace_delete_and_delete_again(emu: Emulator, api: ApiClient) -> None:
+    assert isinstance(api, OperatorApiClient) and api.keepalive is not None
     writer = SliceWriter(api)
     created = await writer.create(endpoint_slice())
     name = created["metadata"]["name"]
@@ -273,6 +276,7 @@ async def test_writes_go_through_the_proxy_from_the_environment(
     configuration.api_key = {"BearerToken": "Bearer t"}
     resolve_env_proxy(configuration)
     async with OperatorApiClient(configuration) as api:
+        assert api.keepalive is None  # through a proxy: the aiohttp session
         writer = SliceWriter(api)
         created = await writer.create(endpoint_slice())
         assert await writer.delete(created) is True

@@ -1,9 +1,11 @@
-"""The writer's direct requests (``controller.direct_requests``) against a real kube-apiserver:
-client-certificate authentication and ``tls-server-name`` (both live in the session's TLS
-set-up), a bearer token refreshed per request, and the statuses ``ApiError`` reports."""
+"""The writer's direct requests (``controller.direct_requests`` on ``controller.keepalive``)
+against a real kube-apiserver: client-certificate authentication and ``tls-server-name`` (the
+TLS set-up built from the configuration), chunked answers, a bearer token refreshed per request,
+and the statuses ``ApiError`` reports."""
 
 from __future__ import annotations
 
+import ssl
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -95,6 +97,7 @@ async def test_slice_and_endpoints_writes_with_a_client_certificate(
     configuration = await load(kubeconfig)
     assert not configuration.api_key  # nothing but the certificate authenticates
     async with OperatorApiClient(configuration) as api:
+        assert api.keepalive is not None  # the writers' own TLS connections
         writer = SliceWriter(api)
         created = await writer.create(endpoint_slice(ns))
         assert created["metadata"]["name"].startswith("web-")
@@ -117,6 +120,15 @@ async def test_slice_and_endpoints_writes_with_a_client_certificate(
         assert await writer.delete(replaced) is True
         assert await writer.delete(replaced) is False  # 404 from the real server
 
+        # A large answer comes chunked from kube-apiserver (Transfer-Encoding: chunked).
+        large = endpoint_slice(ns)
+        large["endpoints"] = [
+            {"addresses": [f"10.2.0.{i + 1}"], "conditions": {"ready": True}} for i in range(100)
+        ]
+        stored_large = await writer.create(large)
+        assert len(stored_large["endpoints"]) == 100
+        assert await writer.delete(stored_large) is True
+
         endpoints = EndpointsWriter(api)
         stored = await endpoints.create(
             {
@@ -136,8 +148,10 @@ async def test_slice_and_endpoints_writes_with_a_client_certificate(
 async def test_tls_server_name_is_verified(cluster: Cluster, tmp_path: Path) -> None:
     kubeconfig = client_certificate_kubeconfig(cluster, tmp_path, "not-in-the-cert.example")
     async with OperatorApiClient(await load(kubeconfig)) as api:
-        with pytest.raises(aiohttp.ClientConnectorCertificateError):
+        with pytest.raises(aiohttp.ClientConnectionError) as refused:
             await SliceWriter(api).create(endpoint_slice("default"))
+    assert isinstance(refused.value.__cause__, ssl.SSLCertVerificationError)
+    assert "not-in-the-cert.example" in str(refused.value.__cause__)
 
 
 async def test_the_token_refresh_hook_runs_before_each_write(cluster: Cluster, ns: str) -> None:
