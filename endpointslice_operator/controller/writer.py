@@ -9,7 +9,8 @@ server returns is the exact JSON the reconciler and the indexes work with. Failu
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
@@ -58,20 +59,29 @@ class ApiError(Exception):
 
 
 async def raise_for_status(response: Any) -> dict[str, Any]:
-    """Read an unread aiohttp response (of a ``_preload_content=False`` call or of
-    :class:`~.direct_requests.DirectRequests`): the decoded JSON object, or ApiError."""
+    """Read an unread aiohttp response (of a ``_preload_content=False`` call): the decoded JSON
+    object, or ApiError."""
+    return await _read_answer(response, json.loads)
+
+
+async def _read_answer(response: Any, loads: Callable[[bytes], Any]) -> dict[str, Any]:
     try:
         raw = await response.read()
     finally:
         response.release()
     try:
-        decoded = load_bytes(raw) if raw else {}
+        decoded = loads(raw) if raw else {}
     except ValueError:
         decoded = {}
     body = decoded if isinstance(decoded, dict) else {}
     if not 200 <= response.status <= 299:
         raise ApiError(response.status, body, raw[:500].decode("utf-8", errors="replace"))
     return body
+
+
+async def _written(response: Any) -> dict[str, Any]:
+    """A write's answer (:mod:`.json_codec`), or ApiError."""
+    return await _read_answer(response, load_bytes)
 
 
 class ObjectWriter:
@@ -96,7 +106,7 @@ class ObjectWriter:
     async def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         """POST (normally with ``metadata.generateName`` for slices); the stored object."""
         path = self._path(obj["metadata"]["namespace"])
-        return await raise_for_status(await self._requests.request("POST", path, obj))
+        return await _written(await self._requests.request("POST", path, obj))
 
     async def replace(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         """PUT by name.
@@ -106,7 +116,7 @@ class ObjectWriter:
         """
         metadata = obj["metadata"]
         path = self._path(metadata["namespace"], metadata["name"])
-        return await raise_for_status(await self._requests.request("PUT", path, obj))
+        return await _written(await self._requests.request("PUT", path, obj))
 
     async def delete(self, obj: Mapping[str, Any]) -> bool:
         """DELETE, only if it is still the object we saw (the preconditions).
@@ -120,7 +130,7 @@ class ObjectWriter:
             body["preconditions"] = preconditions
         path = self._path(metadata["namespace"], metadata["name"])
         try:
-            await raise_for_status(await self._requests.request("DELETE", path, body))
+            await _written(await self._requests.request("DELETE", path, body))
         except ApiError as exc:
             if exc.not_found:
                 return False
