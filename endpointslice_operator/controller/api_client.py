@@ -26,7 +26,7 @@ from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio.client import ApiClient, Configuration
 from yarl import URL
 
-from endpointslice_operator.controller.keepalive import KeepAlivePool, tls_context
+from endpointslice_operator.controller.keepalive import MAX_IDLE, KeepAlivePool, tls_context
 
 __all__ = ["READ_BUFSIZE", "OperatorApiClient", "resolve_env_proxy"]
 
@@ -76,7 +76,11 @@ class OperatorApiClient(ApiClient):
             )
         self.keepalive: KeepAlivePool | None = None
         if not rest.proxy:
-            self.keepalive = KeepAlivePool(lambda: tls_context(configuration), rest.server_hostname)
+            self.keepalive = KeepAlivePool(
+                lambda: tls_context(configuration),
+                rest.server_hostname,
+                max_idle=int(getattr(configuration, "connection_pool_maxsize", 0) or MAX_IDLE),
+            )
 
     async def close(self) -> None:
         if self.keepalive is not None:

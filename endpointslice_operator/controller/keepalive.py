@@ -33,10 +33,11 @@ from typing import Any
 import aiohttp
 from yarl import URL
 
-__all__ = ["KeepAlivePool", "Response", "tls_context"]
+__all__ = ["MAX_IDLE", "KeepAlivePool", "Response", "tls_context"]
 
-MAX_IDLE = 16
-"""Idle connections kept per server; the writers run one request per queue worker at most."""
+MAX_IDLE = 100
+"""Idle connections kept per server by default (kubernetes-asyncio's default pool size): one
+per concurrent write, which the queue workers bound (``--workers``, per syncer)."""
 HEAD_END = b"\r\n\r\n"
 CRLF = b"\r\n"
 NO_BODY_STATUSES = frozenset({204, 304})
@@ -89,8 +90,12 @@ class KeepAlivePool:
     """HTTP/1.1 requests over kept-alive connections (TLS for ``https`` URLs)."""
 
     def __init__(
-        self, tls: Callable[[], ssl.SSLContext], server_hostname: str | None = None
+        self,
+        tls: Callable[[], ssl.SSLContext],
+        server_hostname: str | None = None,
+        max_idle: int = MAX_IDLE,
     ) -> None:
+        self._max_idle = max_idle
         self._make_tls = tls
         """Builds the TLS context on the first ``https`` connection (loading certificates
         takes milliseconds; plain-HTTP servers never need it)."""
@@ -154,7 +159,7 @@ class KeepAlivePool:
 
     def _put(self, key: tuple[str, str, int], connection: _Connection) -> None:
         idle = self._idle.setdefault(key, [])
-        if len(idle) < MAX_IDLE:
+        if len(idle) < self._max_idle:
             idle.append(connection)
         else:
             connection.close()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 import aiohttp
@@ -27,8 +27,11 @@ class ScriptedServer:
     answers: list[Answer]
     requests: list[bytes] = field(default_factory=list)
     connections: int = 0
+    hung_up: int = 0
     url: URL = field(default_factory=URL)
     writers: list[asyncio.StreamWriter] = field(default_factory=list)
+    gate: Callable[[bytes], Awaitable[None]] | None = None
+    """Awaited before answering each request (to hold requests in flight together)."""
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
@@ -42,6 +45,8 @@ class ScriptedServer:
                         length = int(line.split(b":")[1])
                 request = head + await reader.readexactly(length)
                 self.requests.append(request)
+                if self.gate is not None:
+                    await self.gate(request)
                 answer = self.answers.pop(0)(request)
                 if answer is None:
                     writer.close()
@@ -53,6 +58,7 @@ class ScriptedServer:
                     writer.close()  # as a server that said so (or died) does
                     return
         except (asyncio.IncompleteReadError, ConnectionError):
+            self.hung_up += 1  # the client closed it
             writer.close()
 
     def close_idle_connections(self) -> None:
@@ -208,3 +214,30 @@ async def test_nothing_listening_and_a_closed_pool_are_connection_errors() -> No
     await pool.close()
     with pytest.raises(aiohttp.ClientConnectionError):
         await pool.request("GET", URL(f"http://127.0.0.1:{port}/"), {}, None)
+
+
+async def test_concurrent_requests_get_connections_of_their_own_and_idle_ones_are_capped() -> None:
+    pool = KeepAlivePool(ssl.create_default_context, max_idle=1)
+    both_in = asyncio.Event()
+    arrived: list[bytes] = []
+
+    async def gate(request: bytes) -> None:
+        arrived.append(request)
+        if len(arrived) == 2:
+            both_in.set()
+        await both_in.wait()
+
+    async with scripted(ok(b"a"), ok(b"b"), ok(b"c"), ok(b"d")) as server:
+        server.gate = gate
+        first, second = await asyncio.gather(
+            pool.request("GET", server.url / "1", {}, None),
+            pool.request("GET", server.url / "2", {}, None),
+        )
+        assert {await first.read(), await second.read()} == {b"a", b"b"}
+        assert server.connections == 2  # one each, while both were in flight
+        await asyncio.sleep(0.05)  # the closed one's end reaches the server
+        assert server.hung_up == 1  # only one may stay idle (max_idle=1)
+        await pool.request("GET", server.url / "3", {}, None)
+        await pool.request("GET", server.url / "4", {}, None)
+        assert server.connections == 2  # the one kept is reused
+    await pool.close()
