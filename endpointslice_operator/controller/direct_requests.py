@@ -65,17 +65,22 @@ class DirectRequests:
     def __init__(self, api_client: ApiClient) -> None:
         self._api_client: Any = api_client
         self._host = ""
-        self._base = ""
+        self._origin = URL()
+        self._prefix = ""
 
-    def _url(self, path: str, query: list[tuple[str, str]]) -> URL:
+    def _target(self, path: str, query: list[tuple[str, str]]) -> str:
+        """The request target (path and query) on the server; ``path`` is quoted already."""
         host = str(self._api_client.configuration.host)
         if host != self._host:
-            # Parsed (and IDNA/percent-encoded) once per host; each path is already quoted.
-            self._host, self._base = host, str(URL(host))
-        url = self._base + path
+            # Parsed (and IDNA/percent-encoded) once per host. A host with a path (an API
+            # behind a prefix, as Rancher's cluster proxy) keeps it before every path.
+            base = URL(host)
+            self._host, self._origin = host, base.origin()
+            self._prefix = base.raw_path.rstrip("/")
+        target = self._prefix + path
         if query:
-            url += "?" + urlencode(query)
-        return URL(url, encoded=True)
+            target += "?" + urlencode(query)
+        return target
 
     async def request(
         self, method: str, path: str, body: Mapping[str, Any] | None = None
@@ -97,8 +102,9 @@ class DirectRequests:
             headers["Content-Type"] = JSON
             data = dump_bytes(body)
         keepalive: KeepAlivePool | None = getattr(api_client, "keepalive", None)
+        target = self._target(path, query)
         if keepalive is not None and not rest.proxy:
-            return await keepalive.request(method, self._url(path, query), headers, data)
+            return await keepalive.request(method, self._origin, target, headers, data)
         options: dict[str, Any] = {"headers": headers, "timeout": NO_TIMEOUT}
         if data is not None:
             options["data"] = data
@@ -109,4 +115,5 @@ class DirectRequests:
         if rest.server_hostname:
             options["server_hostname"] = rest.server_hostname
         session: aiohttp.ClientSession = rest.pool_manager
-        return await session.request(method, self._url(path, query), **options)
+        url = URL(str(self._origin) + target, encoded=True)
+        return await session.request(method, url, **options)

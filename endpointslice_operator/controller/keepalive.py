@@ -105,20 +105,21 @@ class KeepAlivePool:
         self._closed = False
 
     async def request(
-        self, method: str, url: URL, headers: dict[str, str], body: bytes | None
+        self, method: str, origin: URL, target: str, headers: dict[str, str], body: bytes | None
     ) -> Response:
-        """Send one request (``url`` encoded already) and read its whole answer."""
+        """Send one request to ``origin`` (scheme, host and port) for ``target`` (the path and
+        query, encoded already) and read its whole answer."""
         if self._closed:
             raise aiohttp.ClientConnectionError("the connection pool is closed")
-        head = [f"{method} {url.raw_path_qs} HTTP/1.1", f"Host: {url.host_port_subcomponent}"]
+        head = [f"{method} {target} HTTP/1.1", f"Host: {origin.host_port_subcomponent}"]
         head.extend(f"{name}: {value}" for name, value in headers.items())
         if body is not None:
             head.append(f"Content-Length: {len(body)}")
         message = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
         if body:
             message += body
-        key = (url.scheme, str(url.raw_host), int(url.port or 0))
-        connection = self._take(key) or await self._open(url)
+        key = (origin.scheme, str(origin.raw_host), int(origin.port or 0))
+        connection = self._take(key) or await self._open(origin)
         try:
             connection.writer.write(message)
             status, reusable, payload = await self._read_answer(connection.reader, method)
@@ -126,7 +127,7 @@ class KeepAlivePool:
             connection.close()
             if isinstance(exc, (OSError, EOFError, ValueError, asyncio.LimitOverrunError)):
                 raise aiohttp.ClientConnectionError(
-                    f"{method} {url}: connection failed: {exc!r}"
+                    f"{method} {origin}{target}: connection failed: {exc!r}"
                 ) from exc
             raise
         if reusable and not self._closed:

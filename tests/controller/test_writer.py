@@ -83,6 +83,8 @@ class RecordingServer:
     emu: Emulator
     seen: list[Seen] = field(default_factory=list)
     url: str = ""
+    prefix: str = ""
+    """A path the API is served under (as behind Rancher's cluster proxy): removed."""
 
     async def handle(self, request: web.Request) -> web.Response:
         self.seen.append(Seen(request.method, str(request.url), dict(request.headers)))
@@ -93,7 +95,7 @@ class RecordingServer:
             aiohttp.ClientSession() as session,
             session.request(
                 request.method,
-                self.emu.url + request.rel_url.path_qs,
+                self.emu.url + request.rel_url.path_qs.removeprefix(self.prefix),
                 data=await request.read(),
                 headers=headers,
             ) as answer,
@@ -217,7 +219,8 @@ async def test_endpoints_writes_carry_uid_and_resource_version_preconditions(
 
 
 async def test_the_bearer_token_is_refreshed_for_every_write(recorder: RecordingServer) -> None:
-    configuration = Configuration(host=recorder.url)
+    recorder.prefix = "/k8s/clusters/c-1"  # the API under a path: kept before every request
+    configuration = Configuration(host=recorder.url + recorder.prefix)
     configuration.api_key = {"BearerToken": "expired"}
     configuration.api_key_prefix = {"BearerToken": "Bearer"}
     issued = iter(f"token-{i}" for i in range(1, 100))
@@ -237,7 +240,7 @@ async def test_the_bearer_token_is_refreshed_for_every_write(recorder: Recording
         ("DELETE", "Bearer token-3"),
     ]
     first = recorder.seen[0]
-    assert first.url == recorder.url + SLICES
+    assert first.url == recorder.url + recorder.prefix + SLICES
     assert first.headers["Content-Type"] == "application/json"
     assert first.headers["Accept"] == "application/json"
     assert first.headers["User-Agent"].startswith("OpenAPI-Generator/")
