@@ -28,7 +28,6 @@ One watch per namespace when the operator is scoped to namespaces, else one clus
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -36,6 +35,7 @@ from typing import Any
 import aiohttp
 from kubernetes_asyncio.client import ApiClient, CoreV1Api, CustomObjectsApi, DiscoveryV1Api
 
+from endpointslice_operator.controller.json_codec import load_bytes
 from endpointslice_operator.controller.reset import (
     Watermark,
     is_too_large_resource_version,
@@ -236,9 +236,9 @@ class ListWatcher:
                 raise
         try:
             async for line in response.content:
-                if not line.strip():
-                    continue
-                event = json.loads(line)
+                if line.isspace():
+                    continue  # a blank line (stops at the first other byte: no copy)
+                event = load_bytes(line)
                 kind = event.get("type")
                 obj = event.get("object")
                 if not isinstance(obj, Mapping):

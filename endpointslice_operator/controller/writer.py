@@ -1,21 +1,22 @@
-"""EndpointSlice writes through kubernetes-asyncio: create, replace, delete.
+"""EndpointSlice writes: create, replace, delete.
 
-Objects travel as plain JSON dicts both ways. Responses are read raw (``_preload_content=False``)
-so the slice the server returns is the exact JSON the reconciler and the indexes work with, not a
-round trip through the generated models. Request bodies go out as ``JsonBody`` (sent as they are
-by ``OperatorApiClient``, copied by any other ``ApiClient``). Failures become :class:`ApiError`,
-which keeps the HTTP status and the ``Status`` object's reason and causes.
+Objects travel as plain JSON dicts both ways, sent and read by
+:class:`~.direct_requests.DirectRequests` on the kubernetes-asyncio client's session and
+credentials, without its generic request machinery or its generated models: the slice the
+server returns is the exact JSON the reconciler and the indexes work with. Failures become
+:class:`ApiError`, which keeps the HTTP status and the ``Status`` object's reason and causes.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, cast
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from kubernetes_asyncio.client import ApiClient, DiscoveryV1Api
+from kubernetes_asyncio.client import ApiClient
 
-from endpointslice_operator.controller.api_client import JsonBody
+from endpointslice_operator.controller.direct_requests import DirectRequests, path_segment
+from endpointslice_operator.controller.json_codec import load_bytes
 
 __all__ = ["ApiError", "ObjectWriter", "SliceWriter", "raise_for_status"]
 
@@ -58,46 +59,54 @@ class ApiError(Exception):
 
 
 async def raise_for_status(response: Any) -> dict[str, Any]:
-    """Read the aiohttp response of a ``_preload_content=False`` call: JSON or ApiError."""
+    """Read an unread aiohttp response (of a ``_preload_content=False`` call): the decoded JSON
+    object, or ApiError."""
+    return await _read_answer(response, json.loads)
+
+
+async def _read_answer(response: Any, loads: Callable[[bytes], Any]) -> dict[str, Any]:
     try:
         raw = await response.read()
     finally:
         response.release()
-    text = raw.decode("utf-8", errors="replace") if raw else ""
     try:
-        decoded = json.loads(text) if text else {}
+        decoded = loads(raw) if raw else {}
     except ValueError:
         decoded = {}
     body = decoded if isinstance(decoded, dict) else {}
     if not 200 <= response.status <= 299:
-        raise ApiError(response.status, body, text[:500])
+        raise ApiError(response.status, body, raw[:500].decode("utf-8", errors="replace"))
     return body
+
+
+async def _written(response: Any) -> dict[str, Any]:
+    """A write's answer (:mod:`.json_codec`), or ApiError."""
+    return await _read_answer(response, load_bytes)
 
 
 class ObjectWriter:
     """Create, replace and delete of one namespaced kind, with plain JSON both ways.
 
-    ``delete_preconditions`` are the metadata fields a delete carries as preconditions, so that
-    it only ever removes the object the caller saw (never one re-created or taken over).
+    ``collection`` is the path of the kind's collection in a namespace, with ``{namespace}``
+    in it. ``delete_preconditions`` are the metadata fields a delete carries as preconditions,
+    so that it only ever removes the object the caller saw (never one re-created or taken over).
     """
 
     def __init__(
-        self,
-        create: Callable[..., Awaitable[Any]],
-        replace: Callable[..., Awaitable[Any]],
-        delete: Callable[..., Awaitable[Any]],
-        delete_preconditions: tuple[str, ...],
+        self, api_client: ApiClient, collection: str, delete_preconditions: tuple[str, ...]
     ) -> None:
-        self._create = create
-        self._replace = replace
-        self._delete = delete
+        self._requests = DirectRequests(api_client)
+        self._collection = collection
         self._preconditions = delete_preconditions
+
+    def _path(self, namespace: str, name: str = "") -> str:
+        path = self._collection.format(namespace=path_segment(namespace))
+        return f"{path}/{path_segment(name)}" if name else path
 
     async def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         """POST (normally with ``metadata.generateName`` for slices); the stored object."""
-        namespace = obj["metadata"]["namespace"]
-        response = await self._create(namespace, cast(Any, JsonBody(obj)), _preload_content=False)
-        return await raise_for_status(response)
+        path = self._path(obj["metadata"]["namespace"])
+        return await _written(await self._requests.request("POST", path, obj))
 
     async def replace(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         """PUT by name.
@@ -106,13 +115,8 @@ class ObjectWriter:
         refused with 409 Conflict; without it (recycled slices) the replace is unconditional.
         """
         metadata = obj["metadata"]
-        response = await self._replace(
-            metadata["name"],
-            metadata["namespace"],
-            cast(Any, JsonBody(obj)),
-            _preload_content=False,
-        )
-        return await raise_for_status(response)
+        path = self._path(metadata["namespace"], metadata["name"])
+        return await _written(await self._requests.request("PUT", path, obj))
 
     async def delete(self, obj: Mapping[str, Any]) -> bool:
         """DELETE, only if it is still the object we saw (the preconditions).
@@ -120,15 +124,13 @@ class ObjectWriter:
         Returns False when it was already gone (404), which is not an error.
         """
         metadata = obj["metadata"]
-        body = JsonBody(apiVersion="v1", kind="DeleteOptions")
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         preconditions = {k: metadata[k] for k in self._preconditions if metadata.get(k)}
         if preconditions:
             body["preconditions"] = preconditions
-        response = await self._delete(
-            metadata["name"], metadata["namespace"], body=cast(Any, body), _preload_content=False
-        )
+        path = self._path(metadata["namespace"], metadata["name"])
         try:
-            await raise_for_status(response)
+            await _written(await self._requests.request("DELETE", path, body))
         except ApiError as exc:
             if exc.not_found:
                 return False
@@ -140,10 +142,6 @@ class SliceWriter(ObjectWriter):
     """The three EndpointSlice writes the reconciler's plan needs (deletes: uid precondition)."""
 
     def __init__(self, api_client: ApiClient) -> None:
-        api = DiscoveryV1Api(api_client)
         super().__init__(
-            api.create_namespaced_endpoint_slice,
-            api.replace_namespaced_endpoint_slice,
-            api.delete_namespaced_endpoint_slice,
-            ("uid",),
+            api_client, "/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices", ("uid",)
         )

@@ -1,5 +1,5 @@
 """The operator's API client: the proxy resolved once from the environment, no per-request
-look-ups, JSON bodies sent without a recursive copy."""
+look-ups."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api
 
 from endpointslice_operator.controller.api_client import (
-    JsonBody,
     OperatorApiClient,
     resolve_env_proxy,
 )
@@ -61,17 +60,6 @@ async def test_requests_work_on_a_session_without_env_lookups() -> None:
             namespace = await CoreV1Api(api_client).read_namespace("default")
             assert namespace.metadata.name == "default"
         assert session.closed
-
-
-async def test_json_bodies_are_sent_as_they_are() -> None:
-    async with OperatorApiClient(Configuration(host="http://127.0.0.1:1")) as api_client:
-        body = JsonBody(metadata={"name": "x"}, items=[{"a": 1}])
-        assert api_client.sanitize_for_serialization(body) is body
-        plain = {"metadata": {"name": "x"}}
-        assert api_client.sanitize_for_serialization(plain) == plain
-        assert api_client.sanitize_for_serialization(plain) is not plain
-    async with ApiClient(Configuration(host="http://127.0.0.1:1")) as stock:
-        assert stock.sanitize_for_serialization(body) == body
 
 
 async def test_requests_go_through_the_resolved_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
