@@ -1,9 +1,10 @@
 """Write the headline benchmark figures into the README and docs/performance.md.
 
 The one source of the figures is the JSON a benchmark run writes (``python -m benchmarks
---real --full --json docs/benchmarks/real-full.json``); ``python -m scripts.render_performance``
-renders its figures, each with its baseline and ratio, between the markers
-``<!-- figures:real-full -->`` and ``<!-- /figures -->`` of both files. ``--check`` writes
+--real --full --json docs/benchmarks/real-full.json``, and ``--full --only planner scale --json
+docs/benchmarks/scale-full.json``); ``python -m scripts.render_performance`` renders their
+figures, each with its baseline and ratio, between the markers ``<!-- figures:NAME -->`` and
+``<!-- /figures -->`` of both files. ``--check`` writes
 nothing and exits 1 when a table is out of date (a test runs it).
 """
 
@@ -13,24 +14,62 @@ import argparse
 import json
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = {"real-full": ROOT / "docs" / "benchmarks" / "real-full.json"}
 PAGES = (ROOT / "README.md", ROOT / "docs" / "performance.md")
 _BLOCK = re.compile(r"(<!-- figures:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /figures -->)", re.S)
 
-#: figure -> what it is, for the table (figures not listed are not shown)
-SHOWN = {
-    "writes_burst_arrivals": "writes, 2,000 pods created with status (200 Service pairs)",
-    "writes_burst_flips": "writes, 3,000 readiness flips",
-    "writes_burst_deletions": "writes, 500 deletions",
-    "converge_burst_arrivals_s": "seconds to converge after the last creation",
-    "converge_burst_flips_s": "seconds to converge after the last flip",
-    "converge_burst_deletions_s": "seconds to converge after the last deletion",
-    "real_writes_ratio_vs_kcm": "writes, 450 paced changes (one at a time)",
-    "real_flip_p50_ms": "ms from a paced flip to its slice, p50",
-    "real_flip_p99_ms": "ms from a paced flip to its slice, p99",
+
+@dataclass(frozen=True)
+class Results:
+    """One benchmark run's JSON and how its table shows it."""
+
+    path: Path
+    baseline: str
+    """The baseline column's heading."""
+    shown: dict[str, str]
+    """figure -> what it is, for the table (figures not listed are not shown)."""
+
+
+RESULTS = {
+    # python -m benchmarks --real --full --json docs/benchmarks/real-full.json
+    "real-full": Results(
+        ROOT / "docs" / "benchmarks" / "real-full.json",
+        "kube-controller-manager",
+        {
+            "writes_burst_arrivals": "writes, 2,000 pods created with status (200 Service pairs)",
+            "writes_burst_flips": "writes, 3,000 readiness flips",
+            "writes_burst_deletions": "writes, 500 deletions",
+            "converge_burst_arrivals_s": "seconds to converge after the last creation",
+            "converge_burst_flips_s": "seconds to converge after the last flip",
+            "converge_burst_deletions_s": "seconds to converge after the last deletion",
+            "real_writes_ratio_vs_kcm": "writes, 450 paced changes (one at a time)",
+            "real_flip_p50_ms": "ms from a paced flip to its slice, p50",
+            "real_flip_p99_ms": "ms from a paced flip to its slice, p99",
+        },
+    ),
+    # python -m benchmarks --full --only planner scale --json docs/benchmarks/scale-full.json
+    "scale-full": Results(
+        ROOT / "docs" / "benchmarks" / "scale-full.json",
+        "baseline",
+        {
+            "startup_s": "s to ready, 100,000 pods and 10,000 Services (baseline: listing them)",
+            "startup_writes": "writes at start-up, the slices right already",
+            "memory_per_pod_bytes": "RSS bytes per pod (baseline: a pod's JSON)",
+            "rss_mb": "MB of RSS at 100,000 pods (baseline: at 10,000)",
+            "cpu_us_per_event": "us of operator CPU per readiness flip at 100,000 pods "
+            "(baseline: a plain watch decoding it)",
+            "events_per_s_sustained": "flips per second until all show in slices "
+            "(baseline: a plain watch)",
+            "emulator_cpu_us_per_event": "us of the emulator's CPU per flip (baseline: "
+            "without the operator's write)",
+            "plan_service_create_10k": "ms, plan_service for 10,000 Pod dicts, create "
+            "(baseline: building the endpoint dicts)",
+            "plan_service_noop_10k": "ms, plan_service, nothing to change (same baseline)",
+        },
+    ),
 }
 
 
@@ -40,20 +79,22 @@ def _number(value: float) -> str:
     return f"{value:.3g}"
 
 
-def table(path: Path) -> str:
-    figures = {f["name"]: f for f in json.loads(path.read_text(encoding="utf-8"))["figures"]}
+def table(results: Results) -> str:
+    figures = {
+        f["name"]: f for f in json.loads(results.path.read_text(encoding="utf-8"))["figures"]
+    }
     lines = [
-        "| Figure | What | Ours | kube-controller-manager | Ratio |",
+        f"| Figure | What | Ours | {results.baseline} | Ratio |",
         "|---|---|---:|---:|---:|",
     ]
-    for name, what in SHOWN.items():
+    for name, what in results.shown.items():
         figure = figures.get(name)
         if figure is None or figure.get("baseline") is None:
             continue
-        ratio = figure["value"] / figure["baseline"] if figure["baseline"] else float("nan")
+        ratio = f"{figure['value'] / figure['baseline']:.2f}" if figure["baseline"] else "-"
         lines.append(
             f"| `{name}` | {what} | {_number(figure['value'])} | "
-            f"{_number(figure['baseline'])} | {ratio:.2f} |"
+            f"{_number(figure['baseline'])} | {ratio} |"
         )
     return "\n".join(lines) + "\n"
 

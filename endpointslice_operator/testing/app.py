@@ -33,6 +33,7 @@ from endpointslice_operator.testing.watch import (
     Event,
     Render,
     bookmark_line,
+    decode,
     encode,
     error_line,
 )
@@ -403,7 +404,7 @@ class ApiApp:
             if not raw:
                 body = None
             elif any_json or media in ("application/json", "application/octet-stream", ""):
-                body = json.loads(raw)
+                body = decode(raw)
             elif media in ("application/yaml", "application/x-yaml", "text/yaml"):
                 body = yaml.safe_load(raw)
             elif media == protobuf.MEDIA_TYPE:
@@ -537,7 +538,7 @@ class ApiApp:
     ) -> JSON:
         return tables.table(
             info,
-            (json.loads(raw) for raw in raws),
+            (decode(raw) for raw in raws),
             version=version,
             now=self.store.clock(),
             include=request.query.get("includeObject", "Metadata"),

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from endpointslice_operator.testing.resources import ResourceInfo
 from endpointslice_operator.testing.selectors import FieldSelector, LabelSelector
@@ -19,7 +22,29 @@ ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOO
 
 
 def encode(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    """Compact UTF-8 JSON (``orjson``: the store encodes every write and every object it
+    serves; the standard library for what orjson refuses, such as integers beyond 64 bits,
+    which a request may carry and validation must get to see)."""
+    try:
+        return orjson.dumps(obj)
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+_LONG_NUMBER = re.compile(rb"\d{19}")
+"""Nineteen digits in a row: possibly an integer beyond 64 bits, which orjson would decode as
+a float (a request may carry one, and validation must see the integer)."""
+
+
+def decode(raw: bytes) -> Any:
+    """The inverse of :func:`encode` (the standard library for what orjson refuses or would
+    change)."""
+    if _LONG_NUMBER.search(raw) is None:
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(raw)
 
 
 def event_line(event_type: str, raw_object: bytes) -> bytes:
@@ -118,7 +143,7 @@ class Watcher:
         if self.render is None:
             self.push(event_line(event_type, raw))
         else:
-            self.push(event_line(event_type, self.render(json.loads(raw))))
+            self.push(event_line(event_type, self.render(decode(raw))))
 
     def push(self, line: bytes) -> None:
         if self.closed:

@@ -62,6 +62,7 @@ def test_scale() -> None:
         "events_per_s_sustained",
         "cpu_us_per_event",
         "events_queue_depth_max",
+        "emulator_cpu_us_per_event",
     }
     # The slices were right before the operator started: it must not write.
     assert figures["startup_writes"].value == 0
@@ -71,3 +72,5 @@ def test_scale() -> None:
     # The work queue holds each Service at most once.
     depth = figures["events_queue_depth_max"]
     assert depth.baseline == 20 and depth.value <= depth.baseline
+    served = figures["emulator_cpu_us_per_event"]
+    assert served.value >= 0 and served.baseline is not None and served.baseline >= 0
