@@ -177,11 +177,12 @@ def desired_from_service_pods(
 
     # Typed callers pass records or mappings; anything else is reported, never raised.
     untyped: Iterable[object] = pods
+    record_of = SHARED_RECORD_CACHE.record
     for raw in untyped:
         if isinstance(raw, PodRecord):
             pod = raw
-        elif isinstance(raw, Mapping):
-            pod = SHARED_RECORD_CACHE.record(raw)
+        elif type(raw) is dict or isinstance(raw, Mapping):  # (the ABC check costs ~0.5 us)
+            pod = record_of(raw)
         else:
             errors.append(f"skipping a pod that is not an object: {type(raw).__name__}")
             continue
