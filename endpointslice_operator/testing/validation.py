@@ -231,13 +231,17 @@ def validate_labels(labels: Any, path: str) -> list[Cause]:
     if not isinstance(labels, dict):
         return [invalid_value(path, labels, "must be a map of strings")]
     for key, value in labels.items():
-        causes.extend(invalid_value(path, key, msg) for msg in label_key_errors(key))
+        # The cached tuples, asked directly: a valid label (nearly all of them) costs two
+        # cache hits, with no list or generator built for it.
+        key_errors = _qualified_name_errors(key)
+        if key_errors:
+            causes.extend(invalid_value(path, key, msg) for msg in key_errors)
         if not isinstance(value, str):
             causes.append(invalid_value(f"{path}[{key}]", value, "must be a string"))
             continue
-        causes.extend(
-            invalid_value(f"{path}[{key}]", value, msg) for msg in label_value_errors(value)
-        )
+        value_errors = _label_value_errors(value)
+        if value_errors:
+            causes.extend(invalid_value(f"{path}[{key}]", value, msg) for msg in value_errors)
     return causes
 
 
