@@ -681,8 +681,10 @@ class ApiApp:
                     next_bookmark = next_bookmark_after(now)
                     continue
                 wait = min(deadline, drop_at, next_bookmark, now + FAULT_RECHECK_SECONDS) - now
+                # asyncio.timeout, not wait_for: the same wait without a new task per event.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(watcher.wakeup.wait(), wait)
+                    async with asyncio.timeout(wait):
+                        await watcher.wakeup.wait()
             await response.write_eof()
         except ConnectionResetError:
             pass  # the client went away; nothing more to send

@@ -187,6 +187,14 @@ def default_endpoint_slice(obj: JSON, old: JSON | None) -> None:
     if old is None or endpoints != old.get("endpoints"):
         for endpoint in endpoints or []:
             endpoint.pop("deprecatedTopology", None)
+    # Neither list has omitempty in discovery/v1, and etcd's protobuf keeps no difference
+    # between an empty list and none: kube-apiserver v1.24 answers (and watches carry)
+    # "endpoints": null and "ports": null whether the write sent [] or left them out.
+    for key in ("endpoints", "ports"):
+        if obj.get(key) == []:
+            obj[key] = None
+        else:
+            obj.setdefault(key, None)
 
 
 def default_lease(obj: JSON, old: JSON | None) -> None:

@@ -329,12 +329,11 @@ class Store:
         self.check_not_compacted(info, since)
         history = self._history[info.key]
         start = self._history_position(history, since)
-        past: dict[tuple[str, str], JSON | None] = {}
+        past: dict[tuple[str, str], bytes | None] = {}
         for index in range(len(history) - 1, start - 1, -1):  # newest first; oldest wins
             event = history[index]
-            meta = event.obj["metadata"]
-            key = (meta.get("namespace", "") if info.namespaced else "", meta["name"])
-            past[key] = None if event.type == ADDED else event.old
+            key = (event.namespace if info.namespaced else "", event.name)
+            past[key] = None if event.type == ADDED else event.old_raw
         if not past:
             for key, stored in self.iter_stored(info, namespace, labels, fields, after=after):
                 yield key, stored.raw
@@ -344,16 +343,21 @@ class Store:
             for key, stored in self.iter_stored(info, namespace, labels, fields, after=after)
             if key not in past
         }
-        for key, state in past.items():
-            if state is None or (after is not None and key <= after):
+        filtered = (labels is not None and not labels.empty) or (
+            fields is not None and not fields.empty
+        )
+        for key, state_raw in past.items():
+            if state_raw is None or (after is not None and key <= after):
                 continue
             if namespace is not None and info.namespaced and key[0] != namespace:
                 continue
-            if labels is not None and not labels.matches(state["metadata"].get("labels")):
-                continue
-            if fields is not None and not fields.matches(state):
-                continue
-            items[key] = encode(state)
+            if filtered:
+                state = decode(state_raw)
+                if labels is not None and not labels.matches(state["metadata"].get("labels")):
+                    continue
+                if fields is not None and not fields.matches(state):
+                    continue
+            items[key] = state_raw
         for key in sorted(items):
             yield key, items[key]
 
@@ -376,7 +380,16 @@ class Store:
     # -----------------------------------------------------------------------------------------
     # Commit, history and watchers
 
-    def _commit(self, info: ResourceInfo, event_type: str, obj: JSON, old: JSON | None) -> Event:
+    def _commit(
+        self,
+        info: ResourceInfo,
+        event_type: str,
+        obj: JSON,
+        old: JSON | None,
+        old_raw: bytes | None = None,
+    ) -> Event:
+        """Store ``obj`` (``old_raw``: ``old`` encoded, when the caller has it) and dispatch
+        the event; the history keeps it encoded only."""
         self._rv += 1
         rv = self._rv
         meta = obj["metadata"]
@@ -405,7 +418,7 @@ class Store:
                 self._terminating.add(name)
             else:
                 self._terminating.discard(name)
-        event = Event(rv, event_type, info, obj, raw, old)
+        event = Event(rv, event_type, info, obj, raw, old, old_raw)
         history = self._history[info.key]
         history.append(event)
         while len(history) > self.history_size:
@@ -414,6 +427,7 @@ class Store:
             watcher.offer(event)
         for listener in self._listeners:
             listener(event)
+        event.settle()
         return event
 
     def _index_owners(
@@ -782,8 +796,8 @@ class Store:
             and not strategy.has_finalizers(info, new)
         ):
             # The last finalizer is gone from an object being deleted: it goes away now.
-            return self._commit_or_dry(info, DELETED, new, old, False)
-        return self._commit(info, MODIFIED, new, old)
+            return self._commit_or_dry(info, DELETED, new, old, False, current.raw)
+        return self._commit(info, MODIFIED, new, old, current.raw)
 
     # -----------------------------------------------------------------------------------------
     # Delete
@@ -870,7 +884,7 @@ class Store:
                 new.setdefault("status", {})["phase"] = "Terminating"
                 if not meta["finalizers"]:
                     meta.pop("finalizers")
-                return self._commit_or_dry(info, MODIFIED, new, old, dry_run)
+                return self._commit_or_dry(info, MODIFIED, new, old, dry_run, current.raw)
         grace = strategy.grace_period(info, old, grace_period_seconds)
         if grace > 0:
             existing = old_meta.get("deletionGracePeriodSeconds")
@@ -881,7 +895,7 @@ class Store:
             if finalizers:
                 meta["finalizers"] = finalizers
             meta["generation"] = int(meta.get("generation", 0)) + 1
-            return self._commit_or_dry(info, MODIFIED, new, old, dry_run)
+            return self._commit_or_dry(info, MODIFIED, new, old, dry_run, current.raw)
         if finalizers:
             if (
                 old_meta.get("deletionTimestamp")
@@ -895,18 +909,24 @@ class Store:
             meta["finalizers"] = finalizers
             if not old_meta.get("deletionTimestamp"):
                 meta["generation"] = int(meta.get("generation", 0)) + 1
-            return self._commit_or_dry(info, MODIFIED, new, old, dry_run)
-        return self._commit_or_dry(info, DELETED, new, old, dry_run)
+            return self._commit_or_dry(info, MODIFIED, new, old, dry_run, current.raw)
+        return self._commit_or_dry(info, DELETED, new, old, dry_run, current.raw)
 
     def _commit_or_dry(
-        self, info: ResourceInfo, event_type: str, new: JSON, old: JSON, dry_run: bool
+        self,
+        info: ResourceInfo,
+        event_type: str,
+        new: JSON,
+        old: JSON,
+        dry_run: bool,
+        old_raw: bytes | None = None,
     ) -> Event | Stored:
         if dry_run:
             return Stored.of(info, new)
         if event_type == DELETED and info.key == "services":
             for ip in (new.get("spec") or {}).get("clusterIPs") or []:
                 self.cluster_ips.release(ip)
-        return self._commit(info, event_type, new, old)
+        return self._commit(info, event_type, new, old, old_raw)
 
     def finish_graceful_deletion(
         self, info: ResourceInfo, namespace: str, name: str, uid: str

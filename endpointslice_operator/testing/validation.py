@@ -231,13 +231,17 @@ def validate_labels(labels: Any, path: str) -> list[Cause]:
     if not isinstance(labels, dict):
         return [invalid_value(path, labels, "must be a map of strings")]
     for key, value in labels.items():
-        causes.extend(invalid_value(path, key, msg) for msg in label_key_errors(key))
+        # The cached tuples, asked directly: a valid label (nearly all of them) costs two
+        # cache hits, with no list or generator built for it.
+        key_errors = _qualified_name_errors(key)
+        if key_errors:
+            causes.extend(invalid_value(path, key, msg) for msg in key_errors)
         if not isinstance(value, str):
             causes.append(invalid_value(f"{path}[{key}]", value, "must be a string"))
             continue
-        causes.extend(
-            invalid_value(f"{path}[{key}]", value, msg) for msg in label_value_errors(value)
-        )
+        value_errors = _label_value_errors(value)
+        if value_errors:
+            causes.extend(invalid_value(f"{path}[{key}]", value, msg) for msg in value_errors)
     return causes
 
 
@@ -476,41 +480,45 @@ def _validate_endpoints(endpoints: Any, address_type: str) -> list[Cause]:
     if len(endpoints) > MAX_ENDPOINTS:
         return [too_many("endpoints", len(endpoints), MAX_ENDPOINTS)]
     causes: list[Cause] = []
+    version = 4 if address_type == "IPv4" else 6 if address_type == "IPv6" else 0
+    # Paths are spelled only for what has an error: a valid endpoint (nearly all of them)
+    # costs a few cached lookups and no string formatting.
     for i, endpoint in enumerate(endpoints):
-        base = f"endpoints[{i}]"
         addresses = endpoint.get("addresses") or []
         if not addresses:
-            causes.append(required(f"{base}.addresses", "must contain at least 1 address"))
+            causes.append(required(f"endpoints[{i}].addresses", "must contain at least 1 address"))
         elif len(addresses) > MAX_ADDRESSES:
-            causes.append(too_many(f"{base}.addresses", len(addresses), MAX_ADDRESSES))
+            causes.append(too_many(f"endpoints[{i}].addresses", len(addresses), MAX_ADDRESSES))
         for j, address in enumerate(addresses):
-            path = f"{base}.addresses[{j}]"
-            if address_type == "IPv4":
-                causes.extend(_ip_errors(path, address, 4))
-            elif address_type == "IPv6":
-                causes.extend(_ip_errors(path, address, 6))
+            if version:
+                if type(address) is not str or ip_address_error(address, version) is not None:
+                    causes.extend(_ip_errors(f"endpoints[{i}].addresses[{j}]", address, version))
             elif address_type == "FQDN":
-                causes.extend(_fqdn_errors(path, address))
+                causes.extend(_fqdn_errors(f"endpoints[{i}].addresses[{j}]", address))
         node_name = endpoint.get("nodeName")
-        if node_name is not None:
+        if node_name is not None and (
+            type(node_name) is not str or _dns1123_subdomain_errors(node_name)
+        ):
             causes.extend(
-                invalid_value(f"{base}.nodeName", node_name, msg)
+                invalid_value(f"endpoints[{i}].nodeName", node_name, msg)
                 for msg in dns1123_subdomain_errors(node_name)
             )
-        topology = endpoint.get("deprecatedTopology") or {}
-        if len(topology) > MAX_TOPOLOGY_LABELS:
-            causes.append(
-                too_many(f"{base}.deprecatedTopology", len(topology), MAX_TOPOLOGY_LABELS)
-            )
-        causes.extend(validate_labels(topology, f"{base}.deprecatedTopology"))
+        topology = endpoint.get("deprecatedTopology")
+        if topology:
+            base = f"endpoints[{i}]"
+            if len(topology) > MAX_TOPOLOGY_LABELS:
+                causes.append(
+                    too_many(f"{base}.deprecatedTopology", len(topology), MAX_TOPOLOGY_LABELS)
+                )
+            causes.extend(validate_labels(topology, f"{base}.deprecatedTopology"))
         hostname = endpoint.get("hostname")
         if hostname is not None:
             causes.extend(
-                invalid_value(f"{base}.hostname", hostname, msg)
+                invalid_value(f"endpoints[{i}].hostname", hostname, msg)
                 for msg in dns1123_label_errors(hostname)
             )
         if endpoint.get("hints") is not None:
-            causes.extend(_validate_hints(endpoint["hints"], f"{base}.hints"))
+            causes.extend(_validate_hints(endpoint["hints"], f"endpoints[{i}].hints"))
     return causes
 
 

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -31,15 +29,23 @@ def encode(obj: Any) -> bytes:
         return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-_LONG_NUMBER = re.compile(rb"\d{19}")
-"""Nineteen digits in a row: possibly an integer beyond 64 bits, which orjson would decode as
-a float (a request may carry one, and validation must see the integer)."""
+_DIGITS_ONLY = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+"""A translation table: ASCII digits stay digits (as ``0``), every other byte becomes a space."""
+_LONG_NUMBER = b"0" * 19
+"""Nineteen digits in a row (after translation): possibly an integer beyond 64 bits, which orjson
+would decode as a float (a request may carry one, and validation must see the integer)."""
+
+
+def has_long_number(raw: bytes) -> bool:
+    """Whether ``raw`` holds nineteen ASCII digits in a row (what ``re.search(rb"\\d{19}")``
+    finds, about fifteen times faster: a translation and a substring search, both in C)."""
+    return _LONG_NUMBER in raw.translate(_DIGITS_ONLY)
 
 
 def decode(raw: bytes) -> Any:
     """The inverse of :func:`encode` (the standard library for what orjson refuses or would
     change)."""
-    if _LONG_NUMBER.search(raw) is None:
+    if not has_long_number(raw):
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -51,23 +57,91 @@ def event_line(event_type: str, raw_object: bytes) -> bytes:
     return b'{"type":"' + event_type.encode() + b'","object":' + raw_object + b"}\n"
 
 
-@dataclass(slots=True)
 class Event:
-    """One committed change: its resourceVersion, type, object states and encoded object."""
+    """One committed change: its resourceVersion, type, object states and encoded object.
 
-    rv: int
-    type: str
-    info: ResourceInfo
-    obj: JSON  # the new state; for DELETED the last state, carrying the deletion's version
-    raw: bytes
-    old: JSON | None  # the previous state for MODIFIED (to see objects leave a selector)
-    _lines: dict[str, bytes] = field(default_factory=dict)
+    While the write is being dispatched (to watchers and listeners) the event holds the
+    decoded states; once it is kept in the history it holds bytes only (:meth:`settle`), and
+    ``obj`` and ``old`` decode a fresh copy on each access. Ten thousand events of decoded
+    dicts per resource made the garbage collector walk several hundred thousand containers over
+    and over (about 100 us per EndpointSlice write at the benchmark's scale); bytes are not
+    tracked by it.
+    """
+
+    __slots__ = (
+        "_line",
+        "_line_type",
+        "_obj",
+        "_old",
+        "_old_raw",
+        "info",
+        "name",
+        "namespace",
+        "raw",
+        "rv",
+        "type",
+    )
+
+    def __init__(
+        self,
+        rv: int,
+        type: str,
+        info: ResourceInfo,
+        obj: JSON,
+        raw: bytes,
+        old: JSON | None,
+        old_raw: bytes | None = None,
+    ) -> None:
+        self.rv = rv
+        self.type = type
+        self.info = info
+        self.raw = raw
+        meta = obj.get("metadata") or {}
+        self.namespace: str = meta.get("namespace") or ""
+        self.name: str = meta.get("name") or ""
+        self._obj: JSON | None = obj
+        self._old = old
+        self._old_raw = old_raw
+        self._line_type: str | None = None
+        self._line = b""
+
+    @property
+    def obj(self) -> JSON:
+        """The new state; for DELETED the last state, carrying the deletion's version."""
+        if self._obj is not None:
+            return self._obj
+        return decode(self.raw)  # type: ignore[no-any-return]
+
+    @property
+    def old(self) -> JSON | None:
+        """The previous state for MODIFIED and DELETED (to see objects leave a selector)."""
+        if self._old is not None:
+            return self._old
+        if self._old_raw is None:
+            return None
+        return decode(self._old_raw)  # type: ignore[no-any-return]
+
+    @property
+    def old_raw(self) -> bytes | None:
+        """The previous state, encoded."""
+        if self._old_raw is None and self._old is not None:
+            self._old_raw = encode(self._old)
+        return self._old_raw
+
+    def settle(self) -> None:
+        """Keep only the encoded states (the event goes into the history)."""
+        if self._old is not None and self._old_raw is None:
+            self._old_raw = encode(self._old)
+        self._obj = None
+        self._old = None
 
     def line(self, event_type: str) -> bytes:
-        cached = self._lines.get(event_type)
-        if cached is None:
-            cached = self._lines[event_type] = event_line(event_type, self.raw)
-        return cached
+        """The event's wire line as ``event_type`` (the last one asked for is kept: nearly
+        every watcher sees an event as the same type)."""
+        if self._line_type != event_type:
+            self._line = event_line(event_type, self.raw)
+            self._line_type = event_type
+        return self._line
 
 
 def _namespace_of(obj: JSON) -> str:
@@ -97,6 +171,8 @@ class Watcher:
         self.fields = fields
         self.max_pending = max_pending
         self.render = render  # another encoding of objects (server-side printed Tables)
+        self.unfiltered = not namespace and labels.empty and fields.empty
+        """Every object matches: each event is seen as its own type, without looking at it."""
         self.pending: deque[bytes] = deque()
         self.overflowed = False
         self.closed = False
@@ -115,6 +191,8 @@ class Watcher:
 
     def classify(self, event: Event) -> str | None:
         """The event type this watcher sees for ``event``, or None to skip it."""
+        if self.unfiltered:
+            return event.type
         now = self.matches(event.obj)
         if event.type == ADDED:
             return ADDED if now else None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from endpointslice_operator.testing import Emulator, RequestLog, RequestRecord
@@ -140,3 +142,32 @@ def test_request_log_is_bounded() -> None:
         log.append(RequestRecord("get", "pods", "", "", "default", name, 200, f"/x/{name}"))
     assert [r.name for r in log] == ["b", "c"]
     assert log.count(verb="get") == 2 and len(log) == 2
+
+
+async def test_empty_endpoints_and_ports_come_back_as_null(client: Client) -> None:
+    # kube-apiserver v1.24 (checked on the real control plane, and by "slice empty lists"
+    # in tests/realcluster/test_conformance.py): neither list has omitempty, and an empty list
+    # does not survive storage, so [] and a missing list both read back as null.
+    body = endpoint_slice("empty", ports=[], endpoints=[])
+    status, created = await client.post(SLICES, body)
+    assert status == 201, created
+    assert created["ports"] is None and created["endpoints"] is None
+    async with client.session.get(
+        client.base + SLICES,
+        params={"watch": "true", "resourceVersion": created["metadata"]["resourceVersion"]},
+    ) as stream:
+        put = {**created, "ports": [], "endpoints": [{"addresses": ["10.0.0.1"]}]}
+        status, replaced = await client.put(f"{SLICES}/empty", put)
+        assert status == 200, replaced
+        assert replaced["ports"] is None and replaced["endpoints"][0]["addresses"] == ["10.0.0.1"]
+        event = json.loads(await stream.content.readline())
+    assert event["type"] == "MODIFIED" and event["object"]["ports"] is None
+    async with client.session.get(client.base + f"{SLICES}/no-lists-given") as response:
+        assert response.status == 404
+    missing = {k: v for k, v in endpoint_slice("no-lists-given").items() if k != "ports"}
+    missing.pop("endpoints")
+    status, created = await client.post(SLICES, missing)
+    assert status == 201, created
+    async with client.session.get(client.base + f"{SLICES}/no-lists-given") as response:
+        raw = await response.read()
+    assert b'"endpoints":null' in raw and b'"ports":null' in raw

@@ -236,3 +236,23 @@ async def test_list_at_an_exact_version(emu: Emulator, client: Client) -> None:
     ]
     status, body = await client.get(SLICES, resourceVersion="999999", resourceVersionMatch="Exact")
     assert status == 504 and body["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
+
+
+async def test_list_at_an_exact_version_with_a_label_selector(
+    emu: Emulator, client: Client
+) -> None:
+    # The history keeps past states encoded: a selector is matched against the state at the
+    # version asked for, not the current one.
+    emu.store.create(endpoint_slice("a", metadata={"labels": {"team": "x"}}))
+    emu.store.create(endpoint_slice("b", metadata={"labels": {"team": "y"}}))
+    version = str(emu.store.resource_version)
+    emu.store.patch("endpointslices", "default", "a", {"metadata": {"labels": {"team": "y"}}})
+    emu.store.patch("endpointslices", "default", "b", {"metadata": {"labels": {"team": "x"}}})
+    emu.store.delete("endpointslices", "default", "b")
+    for selector, expected in (("team=x", ["a"]), ("team=y", ["b"])):
+        status, body = await client.get(
+            SLICES, resourceVersion=version, resourceVersionMatch="Exact", labelSelector=selector
+        )
+        assert status == 200
+        assert [i["metadata"]["name"] for i in body["items"]] == expected
+        assert all(i["metadata"]["resourceVersion"] <= version for i in body["items"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Any
 
 import pytest
@@ -331,6 +332,27 @@ def test_the_codec_keeps_integers_beyond_64_bits() -> None:
     big = {"n": 2**70, "uid": "12345678901234567890123"}
     assert decode(encode(big)) == big and type(decode(encode(big))["n"]) is int
     assert decode(b'{"a":1}') == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b'{"n":123456789012345678}',  # eighteen digits
+        b'{"n":1234567890123456789}',  # nineteen
+        b'{"n":-99999999999999999999999}',
+        b'{"a":"12345678901234567890","b":1}',  # in a string: found too (then decoded slowly)
+        b'{"a":"1234567890 123456789012"}',
+        '{"a":"\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669\u0660'
+        '\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669\u0660"}'.encode(),
+        b"1234567890123456789",
+        bytes(range(256)) * 2,
+    ],
+)
+def test_the_long_number_check_finds_what_the_regular_expression_finds(raw: bytes) -> None:
+    from endpointslice_operator.testing.watch import has_long_number
+
+    assert has_long_number(raw) == (re.search(rb"\d{19}", raw) is not None)
 
 
 async def test_an_integer_beyond_64_bits_is_not_rounded(client: Client) -> None:

@@ -99,6 +99,21 @@ async def test_objects_entering_and_leaving_the_selector(emu: Emulator) -> None:
     assert summary(modified) == ("MODIFIED", "s")
 
 
+async def test_selector_transitions_replayed_from_the_history(emu: Emulator) -> None:
+    # The same transitions as above, but committed before the watch starts: the watch replays
+    # them from the history, which keeps the old and new states encoded only.
+    emu.store.create(labelled("s", team="a"))
+    start = str(emu.store.resource_version)
+    for labels in ({"team": "b"}, {"x": "1"}, {"team": "a"}, {"y": "1"}):
+        emu.store.patch("endpointslices", "default", "s", {"metadata": {"labels": labels}})
+    async with watch(
+        emu, resourceVersion=start, labelSelector="team=a", timeoutSeconds="1"
+    ) as stream:
+        events = await stream.rest()
+    assert [summary(e) for e in events] == [("DELETED", "s"), ("ADDED", "s"), ("MODIFIED", "s")]
+    assert events[0]["object"]["metadata"]["labels"]["team"] == "b"
+
+
 async def test_field_selector_and_namespace_filtering(emu: Emulator) -> None:
     emu.store.create_namespace("other")
     async with watch(

@@ -7,6 +7,7 @@ in ``ON_PURPOSE`` with the reason, and are not compared; docs/emulator.md lists 
 
 from __future__ import annotations
 
+import json
 import secrets
 from typing import Any
 
@@ -78,6 +79,11 @@ def eps(generate: str = "web-", **overrides: Any) -> dict[str, Any]:
     }
     body.update(overrides)
     return body
+
+
+def slice_lists(body: Any) -> str:
+    """Whether ``endpoints`` and ``ports`` are there, and their values."""
+    return json.dumps([(key in body, body.get(key)) for key in ("endpoints", "ports")])
 
 
 HOLD = "test.endpointslice-operator.io/hold"
@@ -321,6 +327,34 @@ def steps() -> list[Step]:
         ),
         Step("slice delete", "DELETE", f"{SLICES}/fixed", facts=fields("kind")),
         Step("slice delete again", "DELETE", f"{SLICES}/fixed"),
+        # Empty or missing endpoints and ports come back as null (not [] and not absent)
+        Step(
+            "slice empty lists create",
+            "POST",
+            SLICES,
+            {**eps(ports=[], endpoints=[]), "metadata": {"name": "empty-lists"}},
+            facts=slice_lists,
+        ),
+        Step(
+            "slice empty ports put",
+            "PUT",
+            f"{SLICES}/empty-lists",
+            {**eps(ports=[]), "metadata": {"name": "empty-lists"}},
+            facts=slice_lists,
+        ),
+        Step(
+            "slice without lists create",
+            "POST",
+            SLICES,
+            {
+                "apiVersion": "discovery.k8s.io/v1",
+                "kind": "EndpointSlice",
+                "metadata": {"name": "no-lists"},
+                "addressType": "IPv4",
+            },
+            facts=slice_lists,
+        ),
+        Step("slice without lists get", "GET", f"{SLICES}/no-lists", facts=slice_lists),
         Step(
             "slice put missing rv",
             "PUT",
