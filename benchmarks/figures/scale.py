@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
+import orjson
 
 from ..figure import Figure
 from ..lib.client import LatencyTracker, slice_watch
@@ -218,7 +219,7 @@ async def _events_plain_watch(
         seen = 0
         try:
             async for line in response.content:
-                if line.strip() and json.loads(line).get("type") == "MODIFIED":
+                if line.strip() and orjson.loads(line).get("type") == "MODIFIED":
                     seen += 1
                     if seen == count:
                         break

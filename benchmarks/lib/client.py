@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+import orjson
 
 __all__ = [
     "LatencyTracker",
@@ -171,7 +172,7 @@ async def _stream(
         async for line in response.content:
             if not line.strip():
                 continue
-            event = json.loads(line)
+            event = orjson.loads(line)
             stats.events += 1
             if event.get("type") in ("ADDED", "MODIFIED"):
                 on_slice(event["object"])

@@ -15,7 +15,6 @@ Deliberate differences from upstream, all invisible in the resulting objects:
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Iterable, Mapping
 from datetime import datetime
@@ -36,6 +35,7 @@ from .slices import (
     SliceParseCache,
     SliceView,
     copy_for_update,
+    json_copy,
     new_slice,
     placeholder_equal,
     service_controller_key,
@@ -71,7 +71,7 @@ class _Work:
         return len(self.endpoints) + len(self.kept_raw)
 
     def build(self, owner: Owner, address_type: str, ports: PortKey) -> dict[str, Any]:
-        endpoints = [copy.deepcopy(raw) for raw in self.kept_raw]
+        endpoints = [json_copy(raw) for raw in self.kept_raw]
         endpoints.extend(ep.to_dict() for ep in self.endpoints)
         if self.view is None:
             return new_slice(owner, address_type, ports, self.labels, endpoints)

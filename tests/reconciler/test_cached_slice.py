@@ -131,3 +131,14 @@ def test_endpoints_of_pods_in_other_namespaces_keep_their_json() -> None:
     cached = CachedSlice(_decoded(endpoint_slice))
     assert not cached.endpoints_rebuilt
     assert cached == endpoint_slice and cached.parsed == _parse_body(endpoint_slice)
+
+
+def test_json_copy_is_a_deep_copy() -> None:
+    from endpointslice_operator.reconciler.slices import json_copy
+
+    value: dict[str, Any] = {"a": [{"b": 1, "c": None, "d": 1.5, "e": True}], "f": "g"}
+    copied = json_copy(value)
+    assert copied == value and copied is not value
+    assert copied["a"] is not value["a"] and copied["a"][0] is not value["a"][0]
+    odd = {"t": (1, [2])}  # not JSON: copy.deepcopy's business
+    assert json_copy(odd)["t"][1] is not odd["t"][1]
