@@ -433,6 +433,12 @@ class Store:
     def _index_owners(
         self, info: ResourceInfo, namespace: str, name: str, old: JSON | None, new: JSON | None
     ) -> None:
+        if (
+            old is not None
+            and new is not None
+            and old["metadata"].get("ownerReferences") == new["metadata"].get("ownerReferences")
+        ):
+            return  # the same owners: dropping and adding them again would change nothing
         key = (info.key, namespace, name)
         for obj, add in ((old, False), (new, True)):
             if obj is None:
