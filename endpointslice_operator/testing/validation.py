@@ -314,6 +314,8 @@ def validate_object_meta(
     passed these same rules when it was written, so the causes would be none either way (a
     shortcut for the hot path, where most writes leave names, labels and owners alone).
     """
+    if old_meta is not None and meta == old_meta:
+        return []  # a write that leaves all of it as stored (a status write)
     causes: list[Cause] = []
     old = old_meta if old_meta is not None else _NO_META
 

@@ -19,6 +19,7 @@ from endpointslice_operator.testing.validation import (
     label_value_errors,
     qualified_name_errors,
 )
+from endpointslice_operator.testing.watch import decode
 from tests.emulator.conftest import SLICES, Client, endpoint_slice, pod
 
 
@@ -324,6 +325,13 @@ async def test_cluster_ips_are_unique_and_released(emu: Emulator) -> None:
     assert emu.store.cluster_ips.in_use(second)
     emu.store.delete("services", "default", "a")
     assert emu.store.create(_service("c", clusterIP=first))["spec"]["clusterIP"] == first
+    # A dry run shows an IP and gives it back.
+    services = emu.store.resolve("services")
+    body = _service("dry")
+    body["metadata"]["namespace"] = "default"
+    shown = emu.store.api_create(services, body, dry_run=True)
+    shown_ip = decode(shown.raw)["spec"]["clusterIP"]
+    assert shown_ip and not emu.store.cluster_ips.in_use(shown_ip)
 
 
 def test_the_codec_keeps_integers_beyond_64_bits() -> None:
