@@ -495,7 +495,11 @@ def _validate_hints(hints: JSON, path: str) -> list[Cause]:
     return causes
 
 
-def _validate_endpoints(endpoints: Any, address_type: str) -> list[Cause]:
+def _validate_endpoints(
+    endpoints: Any, address_type: str, stored: list[Any] | None = None
+) -> list[Cause]:
+    """``stored``: the stored slice's endpoints when its addressType is the same; an endpoint
+    equal to the stored one at its index passed these rules already and is skipped."""
     if endpoints is None:
         return []
     if not isinstance(endpoints, list):
@@ -506,7 +510,10 @@ def _validate_endpoints(endpoints: Any, address_type: str) -> list[Cause]:
     version = 4 if address_type == "IPv4" else 6 if address_type == "IPv6" else 0
     # Paths are spelled only for what has an error: a valid endpoint (nearly all of them)
     # costs a few cached lookups and no string formatting.
+    kept = len(stored) if stored is not None else 0
     for i, endpoint in enumerate(endpoints):
+        if i < kept and endpoint == stored[i]:  # type: ignore[index]
+            continue
         addresses = endpoint.get("addresses") or []
         if not addresses:
             causes.append(required(f"endpoints[{i}].addresses", "must contain at least 1 address"))
@@ -586,8 +593,16 @@ def validate_endpoint_slice(obj: JSON, old: JSON | None) -> list[Cause]:
         causes.append(required("addressType"))
     elif address_type not in ADDRESS_TYPES and not (old is not None and address_type == "IP"):
         causes.append(not_supported("addressType", address_type, ADDRESS_TYPES))
-    causes.extend(_validate_endpoints(obj.get("endpoints"), address_type))
-    causes.extend(_validate_slice_ports(obj.get("ports")))
+    same_type = old is not None and address_type == old.get("addressType")
+    stored = old.get("endpoints") if old is not None and same_type else None
+    causes.extend(
+        _validate_endpoints(
+            obj.get("endpoints"), address_type, stored if isinstance(stored, list) else None
+        )
+    )
+    ports = obj.get("ports")
+    if old is None or ports != old.get("ports"):  # stored ports passed these rules already
+        causes.extend(_validate_slice_ports(ports))
     if old is not None and address_type != old.get("addressType"):
         causes.append(immutable("addressType", address_type))
     return causes

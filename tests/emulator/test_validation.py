@@ -400,3 +400,27 @@ async def test_updates_check_the_parts_they_change(client: Client) -> None:
     )
     assert status == 422
     assert answer["details"]["causes"][0]["field"] == "spec.containers[0].name"
+
+
+async def test_slice_updates_check_changed_endpoints_and_ports(client: Client) -> None:
+    """Endpoints equal to the stored ones at their index, and equal ports, are not checked
+    again; a changed endpoint, new ports or another addressType are, with their own paths."""
+    body = endpoint_slice("web", endpoints=endpoints("10.0.0.1") + endpoints("10.0.0.2"))
+    status, created = await client.post(SLICES, body)
+    assert status == 201, created
+    bad_second = [created["endpoints"][0], dict(created["endpoints"][1], addresses=["x"])]
+    status, answer = await client.put(f"{SLICES}/web", dict(created, endpoints=bad_second))
+    assert status == 422
+    assert [c["field"] for c in answer["details"]["causes"]] == ["endpoints[1].addresses[0]"] * 2
+    status, answer = await client.put(
+        f"{SLICES}/web", dict(created, ports=[{"port": 80, "protocol": "SCTP2"}])
+    )
+    assert status == 422
+    assert [c["field"] for c in answer["details"]["causes"]] == ["ports[0].protocol"]
+    status, answer = await client.put(f"{SLICES}/web", dict(created, addressType="IPv6"))
+    assert status == 422
+    fields = [c["field"] for c in answer["details"]["causes"]]
+    assert fields.count("endpoints[0].addresses[0]") == 1 and "addressType" in fields
+    flipped = [dict(created["endpoints"][0], conditions={"ready": False})]
+    status, answer = await client.put(f"{SLICES}/web", dict(created, endpoints=flipped))
+    assert status == 200, answer
