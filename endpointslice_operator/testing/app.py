@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import contextlib
 import json
 import logging
 from collections.abc import Callable, Iterator
@@ -659,11 +658,23 @@ class ApiApp:
             return min(now + bookmark_every, pre_timeout if pre_timeout > now else float("inf"))
 
         next_bookmark = next_bookmark_after(started)
+        # One timer wakes the watch for its next check (deadline, drop, bookmark, fault
+        # recheck); it stays while it is due no later than needed, instead of a new
+        # asyncio.timeout around every wait (a timer handle made and cancelled per event).
+        timer: asyncio.TimerHandle | None = None
+
+        def wake() -> None:
+            nonlocal timer
+            timer = None  # spent (on a quantized clock it may run a little before when())
+            watcher.wakeup.set()
+
         try:
             await response.prepare(request)
             while True:
                 if watcher.pending:
                     await response.write(watcher.drain())
+                else:
+                    watcher.wakeup.clear()  # woken by the timer (or nothing left to send)
                 if watcher.closed:
                     break
                 now = loop.time()
@@ -680,14 +691,17 @@ class ApiApp:
                     watcher.push(bookmark_line(info, self.store.resource_version))
                     next_bookmark = next_bookmark_after(now)
                     continue
-                wait = min(deadline, drop_at, next_bookmark, now + FAULT_RECHECK_SECONDS) - now
-                # asyncio.timeout, not wait_for: the same wait without a new task per event.
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(wait):
-                        await watcher.wakeup.wait()
+                wake_at = min(deadline, drop_at, next_bookmark, now + FAULT_RECHECK_SECONDS)
+                if timer is None or timer.when() > wake_at:
+                    if timer is not None:
+                        timer.cancel()
+                    timer = loop.call_at(wake_at, wake)
+                await watcher.wakeup.wait()
             await response.write_eof()
         except ConnectionResetError:
             pass  # the client went away; nothing more to send
         finally:
+            if timer is not None:
+                timer.cancel()
             self.store.unwatch(watcher)
         return response

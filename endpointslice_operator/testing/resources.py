@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 from endpointslice_operator.testing.errors import ApiError
@@ -43,11 +44,13 @@ class ResourceInfo:
     # core Events); empty when the resource stores its own objects.
     storage: str = ""
 
-    @property
+    # Worked out once per instance (cached_property writes the instance's __dict__, which a
+    # frozen dataclass allows): the store asks for them several times on every write.
+    @cached_property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
-    @property
+    @cached_property
     def key(self) -> str:
         """``plural`` for the core group, ``plural.group`` otherwise (kubectl's spelling)."""
         return f"{self.plural}.{self.group}" if self.group else self.plural

@@ -17,7 +17,6 @@ unless a grace period is given).
 from __future__ import annotations
 
 import bisect
-import contextlib
 import random
 import time
 import typing
@@ -433,6 +432,12 @@ class Store:
     def _index_owners(
         self, info: ResourceInfo, namespace: str, name: str, old: JSON | None, new: JSON | None
     ) -> None:
+        if (
+            old is not None
+            and new is not None
+            and old["metadata"].get("ownerReferences") == new["metadata"].get("ownerReferences")
+        ):
+            return  # the same owners: dropping and adding them again would change nothing
         key = (info.key, namespace, name)
         for obj, add in ((old, False), (new, True)):
             if obj is None:
@@ -572,8 +577,13 @@ class Store:
                 dry_run=dry_run,
             )  # fmt: skip
             return self._as_view(info, result)
-        with self._allocations(dry_run):
-            return self._create(info, obj, keep_status=keep_status, dry_run=dry_run)
+        try:
+            result = self._create(info, obj, keep_status=keep_status, dry_run=dry_run)
+        except BaseException:
+            self.cluster_ips.rollback()
+            raise
+        self._settle_allocations(dry_run)
+        return result
 
     def _create(
         self,
@@ -714,20 +724,21 @@ class Store:
                 from_patch=from_patch,
             )  # fmt: skip
             return self._as_view(info, result)
-        with self._allocations(dry_run):
-            return self._update(
+        try:
+            result = self._update(
                 info, namespace, name, obj, subresource=subresource,
                 privileged=privileged, dry_run=dry_run, from_patch=from_patch,
             )  # fmt: skip
-
-    @contextlib.contextmanager
-    def _allocations(self, dry_run: bool) -> Iterator[None]:
-        """Cluster IPs taken by a write are kept only if it is stored."""
-        try:
-            yield
         except BaseException:
             self.cluster_ips.rollback()
             raise
+        self._settle_allocations(dry_run)
+        return result
+
+    def _settle_allocations(self, dry_run: bool) -> None:
+        """Cluster IPs taken by a write are kept only if it is stored (a failed write gives
+        them back in its caller's ``except``; inline there, without a context manager's cost
+        on every write)."""
         if dry_run:
             self.cluster_ips.rollback()
         else:

@@ -256,3 +256,21 @@ async def test_list_at_an_exact_version_with_a_label_selector(
         assert status == 200
         assert [i["metadata"]["name"] for i in body["items"]] == expected
         assert all(i["metadata"]["resourceVersion"] <= version for i in body["items"])
+
+
+def test_field_values_of_every_json_type() -> None:
+    """Field values as the server spells them: booleans as true/false, numbers as text, and
+    a missing field, a null, or a parent that is not an object as the empty string."""
+    host = parse_field_selector("spec.hostNetwork=true", "pods")
+    assert host.matches({"spec": {"hostNetwork": True}})
+    assert not host.matches({"spec": {"hostNetwork": False}})
+    assert parse_field_selector("spec.hostNetwork=false", "pods").matches(
+        {"spec": {"hostNetwork": False}}
+    )
+    empty = parse_field_selector("spec.nodeName=", "pods")
+    for obj in ({}, {"spec": None}, {"spec": "text"}, {"spec": {"nodeName": None}}):
+        assert empty.matches(obj), obj
+    assert parse_field_selector("spec.nodeName=7", "pods").matches({"spec": {"nodeName": 7}})
+    assert parse_field_selector("source=kubelet", "events").matches(
+        {"source": {"component": "kubelet"}}
+    )

@@ -19,7 +19,8 @@ from endpointslice_operator.testing.validation import (
     label_value_errors,
     qualified_name_errors,
 )
-from tests.emulator.conftest import SLICES, Client, endpoint_slice
+from endpointslice_operator.testing.watch import decode
+from tests.emulator.conftest import SLICES, Client, endpoint_slice, pod
 
 
 def test_name_rules() -> None:
@@ -324,6 +325,13 @@ async def test_cluster_ips_are_unique_and_released(emu: Emulator) -> None:
     assert emu.store.cluster_ips.in_use(second)
     emu.store.delete("services", "default", "a")
     assert emu.store.create(_service("c", clusterIP=first))["spec"]["clusterIP"] == first
+    # A dry run shows an IP and gives it back.
+    services = emu.store.resolve("services")
+    body = _service("dry")
+    body["metadata"]["namespace"] = "default"
+    shown = emu.store.api_create(services, body, dry_run=True)
+    shown_ip = decode(shown.raw)["spec"]["clusterIP"]
+    assert shown_ip and not emu.store.cluster_ips.in_use(shown_ip)
 
 
 def test_the_codec_keeps_integers_beyond_64_bits() -> None:
@@ -364,3 +372,55 @@ async def test_an_integer_beyond_64_bits_is_not_rounded(client: Client) -> None:
     status, answer = await client.post(SLICES, body)
     assert status == 201, answer
     assert answer["ports"][0]["port"] == 2**70 and type(answer["ports"][0]["port"]) is int
+
+
+async def test_updates_check_the_parts_they_change(client: Client) -> None:
+    """Parts equal to the stored object's are not checked again on an update (a shortcut);
+    a changed part still is, with the same causes as on a create."""
+    pods = "/api/v1/namespaces/default/pods"
+    status, created = await client.post(pods, pod("web", labels={"app": "web"}))
+    assert status == 201
+    status, updated = await client.put(f"{pods}/web", dict(created, status={"phase": "Running"}))
+    assert status == 200 and updated["metadata"]["labels"] == {"app": "web"}
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"labels": {"app": "-bad-"}}, "metadata.labels"),
+        ({"annotations": {"bad key": "x"}}, "metadata.annotations"),
+        ({"finalizers": ["a/b/c"]}, "metadata.finalizers"),
+        ({"ownerReferences": [{"apiVersion": "v1"}]}, "metadata.ownerReferences"),
+    ]
+    for change, field in cases:
+        meta = dict(updated["metadata"], **change)
+        status, answer = await client.put(f"{pods}/web", dict(updated, metadata=meta))
+        assert status == 422, answer
+        fields = {cause["field"].split("[")[0] for cause in answer["details"]["causes"]}
+        assert field in fields or any(f.startswith(field) for f in fields), answer
+    containers = [dict(updated["spec"]["containers"][0], name="Bad_Name")]
+    status, answer = await client.put(
+        f"{pods}/web", dict(updated, spec=dict(updated["spec"], containers=containers))
+    )
+    assert status == 422
+    assert answer["details"]["causes"][0]["field"] == "spec.containers[0].name"
+
+
+async def test_slice_updates_check_changed_endpoints_and_ports(client: Client) -> None:
+    """Endpoints equal to the stored ones at their index, and equal ports, are not checked
+    again; a changed endpoint, new ports or another addressType are, with their own paths."""
+    body = endpoint_slice("web", endpoints=endpoints("10.0.0.1") + endpoints("10.0.0.2"))
+    status, created = await client.post(SLICES, body)
+    assert status == 201, created
+    bad_second = [created["endpoints"][0], dict(created["endpoints"][1], addresses=["x"])]
+    status, answer = await client.put(f"{SLICES}/web", dict(created, endpoints=bad_second))
+    assert status == 422
+    assert [c["field"] for c in answer["details"]["causes"]] == ["endpoints[1].addresses[0]"] * 2
+    status, answer = await client.put(
+        f"{SLICES}/web", dict(created, ports=[{"port": 80, "protocol": "SCTP2"}])
+    )
+    assert status == 422
+    assert [c["field"] for c in answer["details"]["causes"]] == ["ports[0].protocol"]
+    status, answer = await client.put(f"{SLICES}/web", dict(created, addressType="IPv6"))
+    assert status == 422
+    fields = [c["field"] for c in answer["details"]["causes"]]
+    assert fields.count("endpoints[0].addresses[0]") == 1 and "addressType" in fields
+    flipped = [dict(created["endpoints"][0], conditions={"ready": False})]
+    status, answer = await client.put(f"{SLICES}/web", dict(created, endpoints=flipped))
+    assert status == 200, answer
