@@ -11,9 +11,9 @@ from __future__ import annotations
 import sys
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from functools import partial
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple, NoReturn, TypeVar
 
 from .ipaddr import NOT_AN_IP, pod_endpoint_ip
 
@@ -55,24 +55,26 @@ _label_maps: weakref.WeakValueDictionary[tuple[tuple[str, str], ...], _LabelMap]
 )
 _port_tables: dict[tuple[ContainerPort, ...], tuple[ContainerPort, ...]] = {}
 _INTERN_LIMIT = 1 << 16
+"""Port tables are tuples, which cannot be held weakly; they follow pod templates (Jobs seldom
+declare ports), and the table is emptied when it reaches this size."""
 _recent_times: dict[str, str] = {}
 _TIMES_LIMIT = 4096
 """Ready transition times seen lately, to share: pods started together (a rollout, a node
 coming back) carry the same second, while over a cluster's life nearly every time is one
 pod's, which a process-wide interning table would keep an entry for."""
 
+_Shared = TypeVar("_Shared", bound=Hashable)
 
-def _shared_time(value: str) -> str:
-    shared = _recent_times.get(value)
+
+def _shared(table: dict[_Shared, _Shared], value: _Shared, limit: int) -> _Shared:
+    """The object equal to ``value`` held in ``table`` (``value`` itself the first time); the
+    table is emptied when it reaches ``limit`` entries."""
+    shared = table.get(value)
     if shared is None:
-        if len(_recent_times) >= _TIMES_LIMIT:
-            _recent_times.clear()
-        _recent_times[value] = shared = value
+        if len(table) >= limit:
+            table.clear()
+        table[value] = shared = value
     return shared
-
-
-"""Port tables are tuples, which cannot be held weakly; they follow pod templates (Jobs seldom
-declare ports), and the table is emptied when it reaches this size."""
 
 
 class PodRecord(NamedTuple):
@@ -159,13 +161,7 @@ def _ports_of(containers: Any, errors: list[str], *, sidecars: bool) -> tuple[Co
             ports.append((_intern_str(port.get("name")), _intern_str(protocol or "TCP"), number))
     if not ports:
         return ()
-    table = tuple(ports)
-    shared = _port_tables.get(table)
-    if shared is None:
-        if len(_port_tables) >= _INTERN_LIMIT:
-            _port_tables.clear()
-        _port_tables[table] = shared = table
-    return shared
+    return _shared(_port_tables, tuple(ports), _INTERN_LIMIT)
 
 
 def _is_mapping(value: Any) -> bool:
@@ -258,7 +254,11 @@ def pod_record(pod: Mapping[str, Any], previous: PodRecord | None = None) -> Pod
         if _is_mapping(condition) and condition.get("type") == "Ready":
             ready = condition.get("status") == "True"
             transition = condition.get("lastTransitionTime")
-            ready_transition = _shared_time(transition) if type(transition) is str else None
+            ready_transition = (
+                _shared(_recent_times, transition, _TIMES_LIMIT)
+                if type(transition) is str
+                else None
+            )
             break
     namespace = metadata.get("namespace")
     name = metadata.get("name")
