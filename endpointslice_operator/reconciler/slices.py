@@ -268,7 +268,9 @@ _IMMUTABLE = (str, int, float, bool, type(None))
 
 def json_copy(value: Any) -> Any:
     """A deep copy of JSON data (dicts, lists and scalars), about three times faster than
-    ``copy.deepcopy``; anything else is handed to ``copy.deepcopy``."""
+    ``copy.deepcopy``. Any other mapping (a cache's read-only view such as :class:`CachedSlice`)
+    becomes a plain ``dict`` and any other list-like a ``list``, so the copy can always be
+    edited; anything else is handed to ``copy.deepcopy``."""
     kind = type(value)
     if kind is dict:
         return {k: json_copy(v) for k, v in value.items()}
@@ -276,6 +278,10 @@ def json_copy(value: Any) -> Any:
         return [json_copy(v) for v in value]
     if kind in _IMMUTABLE:
         return value
+    if isinstance(value, Mapping):
+        return {k: json_copy(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [json_copy(v) for v in value]
     return copy.deepcopy(value)
 
 

@@ -23,6 +23,7 @@ from fractions import Fraction
 from typing import Any
 
 from endpointslice_operator.reconciler.plan import PlanEvent
+from endpointslice_operator.reconciler.slices import json_copy
 
 __all__ = [
     "ANNOTATION_TOPOLOGY_AWARE_HINTS",
@@ -41,7 +42,6 @@ __all__ = [
     "SliceInfo",
     "TopologyCache",
     "cpu_millicores",
-    "deep_copy_json",
     "endpoint_ready",
     "format_with_address_type",
     "giving_and_receiving_zones",
@@ -110,16 +110,6 @@ def endpoint_ready(endpoint: Mapping[str, Any]) -> bool:
     """True when the endpoint's ``conditions.ready`` is exactly ``true`` (unset counts as not)."""
     conditions = endpoint.get("conditions")
     return isinstance(conditions, Mapping) and conditions.get("ready") is True
-
-
-def deep_copy_json(value: Any) -> Any:
-    """Deep-copy a JSON document (dicts, lists and scalars); several times faster than
-    :func:`copy.deepcopy` for API objects."""
-    if isinstance(value, dict):
-        return {key: deep_copy_json(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [deep_copy_json(item) for item in value]
-    return value
 
 
 # --- Kubernetes resource quantities -------------------------------------------------------
@@ -223,7 +213,7 @@ class SliceInfo:
         for slice_ in self.unchanged:
             by_zone = hints_by_zone(slice_, allocated, allocations)
             if by_zone is None:
-                copy = deep_copy_json(slice_)
+                copy = json_copy(slice_)
                 self._copied_from[id(copy)] = (copy, slice_)
                 self.to_update.append(copy)
                 continue
@@ -299,7 +289,7 @@ def remove_hints_from_slices(si: SliceInfo) -> tuple[list[dict[str, Any]], list[
     still_unchanged: list[dict[str, Any]] = []
     for slice_ in si.unchanged:
         if any(endpoint.get("hints") is not None for endpoint in _endpoints(slice_)):
-            copy = deep_copy_json(slice_)
+            copy = json_copy(slice_)
             for endpoint in _endpoints(copy):
                 endpoint.pop("hints", None)
             si.to_update.append(copy)

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from endpointslice_operator.reconciler.topology import deep_copy_json, endpoint_ready
+from endpointslice_operator.reconciler.slices import json_copy
+from endpointslice_operator.reconciler.topology import endpoint_ready
 
 __all__ = [
     "PREFER_CLOSE",
@@ -139,7 +140,7 @@ def reconcile_hints_with_unchanged(
     moved: list[Slice] = []
     for slice_ in unchanged:
         if heuristic.needs_update(slice_):
-            moved.append(deep_copy_json(slice_))
+            moved.append(json_copy(slice_))
         else:
             still_unchanged.append(slice_)
     updates = [*updates, *moved] if moved else updates

@@ -142,3 +142,26 @@ def test_json_copy_is_a_deep_copy() -> None:
     assert copied["a"] is not value["a"] and copied["a"][0] is not value["a"][0]
     odd = {"t": (1, [2])}  # not JSON: copy.deepcopy's business
     assert json_copy(odd)["t"][1] is not odd["t"][1]
+
+
+@pytest.mark.parametrize("distribution", ["PreferClose", "PreferSameZone", "PreferSameNode"])
+def test_hints_are_added_to_and_removed_from_unchanged_cached_slices(distribution: str) -> None:
+    """Setting ``spec.trafficDistribution`` while the endpoints stay the same moves an unchanged
+    cached slice into the updates; so does removing it again. Found on kube-apiserver v1.36:
+    every such sync failed (``'CachedSlice' object has no attribute 'setdefault'``)."""
+    config = ReconcilerConfig(controller_name="test")
+    pods = [_pod(i) for i in range(1, 7)]
+    existing = _planned_slice()
+    service = _service()
+    service["spec"]["trafficDistribution"] = distribution
+    plain = plan_service(service, pods, _NODES, [existing], config)
+    cached = plan_service(service, pods, _NODES, [CachedSlice(existing)], config)
+    assert len(cached.updates) == 1 and type(cached.updates[0]) is dict
+    assert cached.updates == plain.updates
+    hinted = _decoded(cached.updates[0])
+    ready = [e for e in hinted["endpoints"] if e["conditions"]["ready"]]
+    assert ready and all("hints" in e for e in ready)
+    # Back to no distribution: the hints are stripped from the cached, hinted slice.
+    unhinted = plan_service(_service(), pods, _NODES, [CachedSlice(hinted)], config)
+    assert len(unhinted.updates) == 1 and type(unhinted.updates[0]) is dict
+    assert all("hints" not in e for e in unhinted.updates[0]["endpoints"])
