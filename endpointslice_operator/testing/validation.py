@@ -444,20 +444,11 @@ def ip_address_error(address: str, version: int) -> str | None:
 
 
 def _ip_errors(path: str, address: str, version: int) -> list[Cause]:
-    """The address-type check, then (as v1.24's ValidateEndpointIP) a check of the address in
-    whichever family it parses: an IPv6 link-local address in an IPv4 slice gets both."""
+    """The address-type check; only an address that passes it is checked for special ranges
+    (v1.36's EndpointSlice validation: one cause per address, where v1.24 also checked the
+    address in whichever family it parsed and reported two)."""
     error = ip_address_error(address, version)
-    if error is None:
-        return []
-    causes = [invalid_value(path, address, error)]
-    if error.startswith("must be a valid IPv"):  # not of this family: try the other one
-        other = ip_address_error(address, 10 - version)
-        if other is not None:
-            generic = "must be a valid IP address"
-            causes.append(
-                invalid_value(path, address, generic if other.startswith(generic[:15]) else other)
-            )
-    return causes
+    return [] if error is None else [invalid_value(path, address, error)]
 
 
 def _fqdn_errors(path: str, address: str) -> list[Cause]:

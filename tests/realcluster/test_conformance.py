@@ -46,6 +46,27 @@ SHAPES = {
 ON_PURPOSE: dict[str, str] = {}
 """Step name -> why the emulator answers differently on purpose."""
 
+Row = tuple[Any, ...]
+
+OLDER_SERVERS: dict[str, dict[str, tuple[Row, str]]] = {
+    "1.24": {
+        "slice bad ip": (
+            (422, "Invalid", ("FieldValueInvalid", "FieldValueInvalid"), None),
+            "v1.24 also checks an address that fails the address-type check in whichever "
+            "family it parses (`must be a valid IP address`): two causes; v1.36 reports one",
+        ),
+        "deploy scale put without namespace": (
+            (422, "Invalid", ("FieldValueRequired",), None),
+            "v1.24 validates the Scale's own metadata without the URL's namespace "
+            "(`metadata.namespace: Required value`); v1.36 takes the namespace from the URL "
+            "and answers the stale resourceVersion (409 Conflict)",
+        ),
+    },
+}
+"""Known differences of older servers, per ``major.minor``: the emulator models the current
+release (v1.36); on an older server these steps must answer exactly the row given here
+(checked, so a table entry that no longer holds is reported) instead of the emulator's."""
+
 
 def service(name: str, **spec: Any) -> dict[str, Any]:
     return {
@@ -643,18 +664,38 @@ async def run_against(kube: Kube, ns: str) -> list[Any]:
     return [r.row() for r in results]
 
 
+async def server_minor(kube: Kube) -> str:
+    """The real server's ``major.minor`` (``1.24`` for ``v1.24.0-alpha.2``)."""
+    version = await kube.get("/version")
+    return f"{version['major']}.{str(version['minor']).rstrip('+')}"
+
+
+def compare(script: list[Step], real: list[Any], model: list[Any], minor: str) -> list[str]:
+    """The mismatches, as lines: a step differs when the real server's row is not the
+    emulator's, or, for a step the table names for this server version, not the table's."""
+    known = OLDER_SERVERS.get(minor, {})
+    mismatches = []
+    for step, a, b in zip(script, real, model, strict=True):
+        if step.name in ON_PURPOSE:
+            continue
+        if step.name in known:
+            expected = known[step.name][0]
+            if tuple(a) != expected:
+                mismatches.append(f"{step.name}: real={a} table for v{minor}={expected}")
+        elif a != b:
+            mismatches.append(f"{step.name}: real={a} emulator={b}")
+    return mismatches
+
+
 async def test_the_emulator_answers_the_script_as_the_real_server_does(
     cluster: Cluster, kube: Kube
 ) -> None:
     ns = f"conf-{secrets.token_hex(3)}"
+    minor = await server_minor(kube)
     real = await run_against(kube, ns)
     async with run_emulator(seed=3) as emu, await Kube.load(emu.kubeconfig_path) as local:
         model = await run_against(local, ns)
     script = steps()
     assert len(script) >= 60
-    mismatches = [
-        f"{step.name}: real={a} emulator={b}"
-        for step, a, b in zip(script, real, model, strict=True)
-        if a != b and step.name not in ON_PURPOSE
-    ]
+    mismatches = compare(script, real, model, minor)
     assert not mismatches, f"{len(mismatches)} of {len(script)} differ:\n" + "\n".join(mismatches)
