@@ -15,9 +15,14 @@ event -> key rules (reference C.2):
   an unchanged resourceVersion or when neither ``pod_changed`` nor ``labels_changed`` holds;
   otherwise the Services selecting the new labels (only ``pod_changed``), or the union (both)
   or symmetric difference (only ``labels_changed``) of those selecting the old and new labels.
-* EndpointSlice events: requeue the Service after max(1 s, batch period) when the change is not
-  the echo of our own write (tracker). Slices of kube-controller-manager's controller requeue a
-  managed Service at once so that the ``ConflictingController`` check runs.
+* EndpointSlice events: requeue the Service after upstream's max(1 s, batch period) when the
+  change is not the echo of our own write (tracker), with the batch period as upstream means
+  it, the delay every pod change gets: with coalescing that is 0 (the ``--batch-period`` hold
+  is for pod-driven bursts only), so 1 s; with ``coalesce=False`` (upstream's fixed delay)
+  max(1 s, batch period). Slices of kube-controller-manager's controller requeue a managed
+  Service at once so that the ``ConflictingController`` check runs.
+* Endpoints events: an Endpoints object of ours changed by someone else (not the echo of our
+  last write) requeues its Service after the same delay as a slice.
 * Node add/delete, or an update changing readiness or the zone label: refresh the topology
   cache and queue the Services whose hint allocation is now overloaded.
 
@@ -64,9 +69,9 @@ __all__ = ["ENDPOINT_SLICE_MIN_SYNC_DELAY", "EventRouter", "register_handlers"]
 log = logging.getLogger(__name__)
 
 ENDPOINT_SLICE_MIN_SYNC_DELAY = 1.0
+"""Upstream's ``endpointSliceChangeMinSyncDelay``."""
 QUIET_RELEASE = 0.1
 """Seconds without a pod change after which Services held back to coalesce are let go."""
-"""Upstream's ``endpointSliceChangeMinSyncDelay``."""
 
 
 def pod_changed(old: PodRecord, new: PodRecord) -> bool:
@@ -488,7 +493,17 @@ class EventRouter:
         if key is None:
             log.info("EndpointSlice %s has no %s label; ignoring it", slice_name, "service-name")
             return
-        self._add_after(key, max(ENDPOINT_SLICE_MIN_SYNC_DELAY, self.batch_period))
+        self._add_after(key, self.slice_change_delay)
+
+    @property
+    def slice_change_delay(self) -> float:
+        """Upstream's ``max(endpointSliceChangeMinSyncDelay, batch period)``, where upstream's
+        batch period is the delay every pod change gets: here 0 while coalescing (changes go
+        at once; only pod-driven bursts are held, for at most ``--batch-period``), else the
+        fixed ``batch_period``. So a repair waits 1 s, as kube-controller-manager's does at
+        its default batch period 0, not the burst hold's upper bound."""
+        pod_delay = 0.0 if self.coalesce else self.batch_period
+        return max(ENDPOINT_SLICE_MIN_SYNC_DELAY, pod_delay)
 
     def _requeue_managed(self, key: str | None) -> None:
         """A foreign controller's slice came or went: re-check a Service we manage (or that
@@ -527,8 +542,10 @@ class EventRouter:
     def on_endpoints(self, event_type: str | None, endpoints: Mapping[str, Any]) -> None:
         """Keep the Endpoints index; queue the Service when its Endpoints object of ours was
         deleted or changed hands, or when someone else's appeared or went away (an Endpoints
-        object is named after its Service). Updates of ours are our own writes coming back,
-        or, from someone else, are overwritten on the next sync (as upstream does)."""
+        object is named after its Service). An update of ours is our own write coming back
+        when its resourceVersion is the one our last write answered (the index holds that
+        answer); any other was written by someone else and is repaired after the slice delay
+        (:attr:`slice_change_delay`), as a slice of ours changed by hand is."""
         namespace, name = endpoints_key(endpoints)
         if not name:
             log.warning("ignoring an Endpoints event without a name")
@@ -545,6 +562,13 @@ class EventRouter:
         key = service_key(namespace, name)
         if self.mirrors is not None and self.mirrors(key):
             self._add(key)
+        elif (
+            was_ours
+            and now_ours
+            and previous is not None
+            and _resource_version(previous) != _resource_version(endpoints)
+        ):
+            self._add_after(key, self.slice_change_delay)
         elif event_type == "DELETED" or was_ours != now_ours or (previous is None and not now_ours):
             entry = self.indexes.services.get(key)
             if was_ours or (entry is not None and entry.decision.managed):
@@ -586,6 +610,10 @@ class EventRouter:
         self.topology.set_nodes(self.indexes.nodes.all())
         for key in self.topology.get_overloaded_services():
             self._add(key)
+
+
+def _resource_version(obj: Mapping[str, Any]) -> str:
+    return str(_metadata(obj).get("resourceVersion") or "")
 
 
 WatchHandler = Callable[[str | None, Mapping[str, Any]], None]
