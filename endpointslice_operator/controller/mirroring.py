@@ -233,7 +233,7 @@ class MirroringSyncer:
             )
         self.metrics.observe(mirrored.added, mirrored.updated, mirrored.removed, mirrored.skipped)
         groups = [info for m in plan.metrics.values() for info in m.port_cache.values()]
-        size = self.config.max_endpoints_per_slice
+        size = self.max_endpoints_per_subset  # upstream's packing: one slice per port group
         self.metrics.set_totals(
             entry.key,
             sum(info.endpoints for info in groups),

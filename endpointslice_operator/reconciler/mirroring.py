@@ -6,11 +6,14 @@ controller (``pkg/controller/endpointslicemirroring``: ``reconcile``, ``desiredC
 :class:`~endpointslice_operator.reconciler.planner.Reconciler` the operator uses for pods, with
 ``placeholder=False`` (the mirroring controller writes no placeholder slices).
 
+Packing is upstream's: one slice per (address type, port set), holding at most
+``max_endpoints_per_subset`` endpoints (``--max-endpoints-per-subset``, default 1000;
+``--max-endpoints-per-slice`` plays no part, as in kube-controller-manager, whose mirroring
+controller does not read ``--max-endpoints-per-slice`` either). Of several existing slices for
+one (address type, port set), the first is kept and the others are deleted, their endpoints
+moving into the one kept.
+
 Deliberate differences from upstream:
-- Packing is the planner's: upstream writes one slice per (address type, port set) and deletes
-  any other; the planner packs ``max_endpoints_per_slice`` endpoints a slice (use 1000, the
-  per-subset cap, for upstream's layout) and keeps a further existing slice while it still
-  holds desired endpoints.
 - The skip-mirror label ``endpointslice.kubernetes.io/skip-mirror`` is not copied onto the
   slices: it is addressed to kube-controller-manager's mirroring controller, and users set it
   on the Endpoints precisely so that only this mirroring runs.
@@ -296,20 +299,58 @@ def plan_mirroring(
     mirrored = desired_from_endpoints(endpoints, max_endpoints_per_subset=max_endpoints_per_subset)
     # Upstream's mirroring writes no placeholder, computes no hints, and takes every slice with
     # its service-name and managed-by labels as its own (no ownerReference check).
+    # Upstream packs a (address type, port set) into one slice of at most maxEndpointsPerSubset
+    # endpoints, whatever --max-endpoints-per-slice says.
     mirror_config = config.model_copy(
-        update={"placeholder": False, "topology_hints": False, "ownership_enforced": not adopt}
+        update={
+            "placeholder": False,
+            "topology_hints": False,
+            "ownership_enforced": not adopt,
+            "max_endpoints_per_slice": max_endpoints_per_subset,
+        }
     )
     existing = list(existing_slices)
+    if not adopt:  # keep a slice the Endpoints owns rather than one the planner replaces
+        uid = _metadata(endpoints).get("uid")
+        existing.sort(key=lambda raw: not _controlled_by(raw, uid))
+    kept, extra = _one_slice_per_group(existing)
     plan = Reconciler(mirror_config).plan(
         mirroring_owner(endpoints),
         mirrored.desired,
-        existing,
+        kept,
         labels=mirroring_labels(endpoints),
         annotations=mirrored_annotations(endpoints),
     )
+    plan.deletes.extend(extra)
     plan.events[:0] = mirrored.events
     mirrored.added, mirrored.updated, mirrored.removed = _totals(mirrored.desired, existing)
     return plan, mirrored
+
+
+def _controlled_by(raw: Mapping[str, Any], uid: Any) -> bool:
+    refs = _metadata(raw).get("ownerReferences")
+    return any(
+        isinstance(ref, Mapping) and ref.get("controller") is True and ref.get("uid") == uid
+        for ref in (refs if isinstance(refs, list) else ())
+    )
+
+
+def _one_slice_per_group(
+    existing: list[Mapping[str, Any]],
+) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+    """(kept, extra): the first existing slice of each (address type, port set), and the
+    others, which upstream's ``reconcileByPortMapping`` deletes."""
+    seen: set[tuple[str, PortKey]] = set()
+    kept: list[Mapping[str, Any]] = []
+    extra: list[Mapping[str, Any]] = []
+    for raw in existing:
+        group = (str(raw.get("addressType")), ports_from_dicts(raw.get("ports")))
+        if group in seen:
+            extra.append(raw)
+        else:
+            seen.add(group)
+            kept.append(raw)
+    return kept, extra
 
 
 def _totals(

@@ -174,3 +174,44 @@ async def test_mirrored_slices_equal_kube_controller_managers(
     await twins.set_subsets([subset(["10.5.0.3"], ports=[8080])])
     third = await twins.agree({"10.5.0.3"})
     assert third["ports"] == [("IPv4", (("p8080", 8080, "TCP"),))]
+
+
+def _many(count: int, third: int = 6) -> list[str]:
+    return [f"10.{third}.{i // 250}.{i % 250 + 1}" for i in range(count)]
+
+
+def over_cap(shape: dict[str, Any]) -> dict[str, Any]:
+    """The view without which not-ready addresses filled the cap: kube-controller-manager v1.24
+    orders a repacked subset's addresses otherwise than v1.36 (which the port follows), so
+    past the cap it mirrors other not-ready ones; their count must still agree."""
+    endpoints = shape["endpoints"]
+    ready = {key: value for key, value in endpoints.items() if value[0]}
+    return {**shape, "endpoints": ready, "not_ready": len(endpoints) - len(ready)}
+
+
+async def test_large_endpoints_are_packed_as_kube_controller_manager_packs_them(
+    kube: Kube, ns: str, log_dir: Path
+) -> None:
+    """Past ``--max-endpoints-per-slice`` (100 by default, which upstream's mirroring does not
+    read) and past 1,000 addresses per subset (``--max-endpoints-per-subset``): one slice per
+    port set, of at most 1,000 endpoints, ready addresses first, as kube-controller-manager's.
+    Before the port, ours split 250 addresses into slices of 100, 100 and 50."""
+    async with running(kube.kubeconfig, log_dir / "operator.log", "--namespace", ns):
+        twins = MirrorTwins(kube, ns)
+        large = _many(250)
+        await twins.create([subset(large)], {"team": "db"})
+        first = await twins.agree(set(large))
+        assert first["sizes"] == [(250, 1)]
+        ready, not_ready = _many(700), _many(500, third=7)
+        await twins.set_subsets([subset(ready, not_ready)])
+
+        async def same() -> bool:
+            kcm = over_cap(view(await kube.slices(ns, "db-kcm", manager=KCM_MIRRORING)))
+            ours = over_cap(view(await kube.slices(ns, "db-eso", manager=OURS)))
+            assert kcm["sizes"] == [(1000, 1)], kcm["sizes"]
+            assert kcm == ours, f"kcm={kcm}\nours={ours}"
+            return True
+
+        await eventually(same, timeout=90)
+        kcm = over_cap(view(await kube.slices(ns, "db-kcm", manager=KCM_MIRRORING)))
+        assert len(kcm["endpoints"]) == 700 and kcm["not_ready"] == 300

@@ -479,3 +479,62 @@ def test_mirrored_annotations_and_should_mirror() -> None:
     assert not should_mirror(ep, honour_skip_mirror=True)
     leader = endpoints([], annotations={"control-plane.alpha.kubernetes.io/leader": "{}"})
     assert not should_mirror(leader)
+
+
+@pytest.mark.parametrize(
+    ("count", "per_slice", "cap", "sizes"),
+    [
+        (250, 100, 1000, [250]),  # --max-endpoints-per-slice plays no part
+        (1200, 100, 1000, [1000]),  # the per-subset cap bounds the one slice
+        (40, 100, 15, [15]),
+    ],
+)
+def test_one_slice_per_port_set_bounded_by_the_per_subset_cap(
+    count: int, per_slice: int, cap: int, sizes: list[int]
+) -> None:
+    """Upstream's ``reconcileByPortMapping``: one slice per (address type, port set), with at
+    most ``maxEndpointsPerSubset`` endpoints, whatever ``--max-endpoints-per-slice`` says."""
+    config = CONFIG.model_copy(update={"max_endpoints_per_slice": per_slice})
+    subsets = [{"ports": HTTP_HTTPS[:1], "addresses": _many(count)}]
+    plan, _ = plan_mirroring(endpoints(subsets), [], config, max_endpoints_per_subset=cap)
+    assert [len(s["endpoints"]) for s in plan.creates] == sizes
+
+
+def test_further_existing_slices_of_a_port_set_are_folded_into_the_first() -> None:
+    """Slices split by an earlier layout (100 a slice): the first is kept and takes every
+    endpoint, the others are deleted, as upstream's reconciler does."""
+    addresses = _many(250)
+    subsets = [{"ports": HTTP_HTTPS[:1], "addresses": addresses}]
+    existing = []
+    for n, start in enumerate((0, 100, 200)):
+        raw = existing_slice(
+            [
+                {"addresses": [a["ip"]], "conditions": {"ready": True}}
+                for a in addresses[start : start + 100]
+            ]
+        )
+        raw["metadata"]["name"] = f"test-ep-{n}"
+        raw["ports"] = HTTP_HTTPS[:1]
+        existing.append(raw)
+    plan, _ = plan_mirroring(endpoints(subsets), existing, CONFIG.model_copy(
+        update={"max_endpoints_per_slice": 100}))  # fmt: skip
+    assert [s["metadata"]["name"] for s in plan.updates] == ["test-ep-0"]
+    assert len(plan.updates[0]["endpoints"]) == 250
+    assert sorted(s["metadata"]["name"] for s in plan.deletes) == ["test-ep-1", "test-ep-2"]
+    assert plan.creates == []
+
+
+def test_without_adopting_the_slice_the_endpoints_owns_is_the_one_kept() -> None:
+    subsets = [{"ports": HTTP_HTTPS[:1], "addresses": _many(2)}]
+    stray = existing_slice([{"addresses": ["10.0.0.0"], "conditions": {"ready": True}}])
+    stray["metadata"]["name"], stray["ports"] = "stray", HTTP_HTTPS[:1]
+    owned = existing_slice([{"addresses": ["10.0.0.1"], "conditions": {"ready": True}}])
+    owned["metadata"]["name"], owned["ports"] = "owned", HTTP_HTTPS[:1]
+    owned["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "Endpoints", "name": "test-ep", "uid": "ep-uid",
+         "controller": True}
+    ]  # fmt: skip
+    plan, _ = plan_mirroring(endpoints(subsets), [stray, owned], CONFIG, adopt=False)
+    assert [s["metadata"]["name"] for s in plan.updates] == ["owned"]
+    assert [s["metadata"]["name"] for s in plan.deletes] == ["stray"]
+    assert plan.creates == []
