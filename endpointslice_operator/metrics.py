@@ -11,7 +11,8 @@ operators, or several tests, can coexist in one process):
   :class:`WorkqueueMetrics`;
 * the operator's own additions: ``endpoint_slice_controller_sync_duration_seconds``,
   ``endpointslice_operator_queue_dropped_total``, ``endpointslice_operator_leader``,
-  ``endpointslice_operator_state_resets_total`` and
+  ``endpointslice_operator_state_resets_total``,
+  ``endpointslice_operator_leftover_slices_deleted_total`` and
   ``endpointslice_operator_write_budget_wait_seconds_total``.
 
 Two details of prometheus_client would make the exposition differ from upstream's Go client, so
@@ -393,6 +394,13 @@ class OperatorMetrics:
             "--kube-api-burst)",
             registry=r,
         )
+        self.leftovers_deleted = ExactCounter(
+            "endpointslice_operator_leftover_slices_deleted_total",
+            "EndpointSlices labelled managed-by this operator that no Service can claim (their "
+            "Service does not exist, or they have no kubernetes.io/service-name label), deleted",
+            ["reason"],
+            registry=r,
+        )
         self.pods_left_out = Gauge(
             "endpointslice_operator_pods_left_out",
             "Selected pods left out of the EndpointSlices because they have no address on the "
@@ -409,6 +417,11 @@ class OperatorMetrics:
 
     def set_pods_left_out(self, source: str, count: int) -> None:
         self.pods_left_out.labels(source).set(count)
+
+    def record_leftover_deleted(self, reason: str) -> None:
+        """A leftover slice of ours deleted; ``reason``: ``service_missing`` or
+        ``no_service_name``."""
+        self.leftovers_deleted.labels(reason).inc()
 
     def record_state_reset(self) -> None:
         self.state_resets.inc()

@@ -169,6 +169,9 @@ class EventRouter:
         """Set once the initial listing is in: later listing events (type None) mean Kopf is
         re-listing after a 410, and objects deleted meanwhile will never get a DELETED event."""
         self.on_relist: Callable[[str], None] | None = None
+        self.on_leftover: Callable[[], None] | None = None
+        """Called when a slice labelled managed-by ours without a service-name label is seen
+        (the leader then deletes such leftovers); None: not leading."""
         self.mirrors: Callable[[str], bool] | None = None
         """Whether a Service key mirrors its Endpoints object (every change of that object
         then queues the Service); None: no mirroring."""
@@ -491,7 +494,9 @@ class EventRouter:
 
     def _requeue_for_slice(self, key: str | None, slice_name: str) -> None:
         if key is None:
-            log.info("EndpointSlice %s has no %s label; ignoring it", slice_name, "service-name")
+            # Ours (the callers check managed-by) but no Service can claim it: a leftover.
+            if self.on_leftover is not None:
+                self.on_leftover()
             return
         self._add_after(key, self.slice_change_delay)
 

@@ -580,6 +580,8 @@ class SliceIndex:
         self._upstream: dict[str, set[str]] = defaultdict(set)
         self._mirrored: dict[str, set[str]] = defaultdict(set)
         """Slices of kube-controller-manager's mirroring controller, per Service key."""
+        self._unlabelled: dict[tuple[str, str], SliceRef] = {}
+        """Slices labelled managed-by ours without a ``kubernetes.io/service-name`` label."""
 
     def __len__(self) -> int:
         return len(self._refs)
@@ -593,6 +595,8 @@ class SliceIndex:
             return ref
         previous = self._forget(namespace, name)
         self._refs[(namespace, name)] = ref
+        if ref.service is None and ref.managed_by == self.managed_by:
+            self._unlabelled[(namespace, name)] = ref
         if ref.service is not None:
             if ref.managed_by == self.managed_by:
                 self._ours[ref.service][name] = CachedSlice(endpoint_slice, self._pods)
@@ -608,6 +612,7 @@ class SliceIndex:
 
     def _forget(self, namespace: str, name: str) -> SliceRef | None:
         previous = self._refs.pop((namespace, name), None)
+        self._unlabelled.pop((namespace, name), None)
         if previous is not None and previous.service is not None:
             ours = self._ours.get(previous.service)
             if ours is not None:
@@ -675,6 +680,11 @@ class SliceIndex:
 
     def services_with_ours(self) -> list[str]:
         return list(self._ours)
+
+    def unlabelled_ours(self) -> list[tuple[str, str, SliceRef]]:
+        """(namespace, name, ref) of the slices labelled managed-by ours that carry no
+        ``kubernetes.io/service-name`` label: no Service can ever claim them."""
+        return [(ns, name, ref) for (ns, name), ref in self._unlabelled.items()]
 
 
 class Indexes:

@@ -691,20 +691,26 @@ class Operator:
         router.queue = queue
         for key in router.all_keys():
             queue.add(key)
+        leftovers = asyncio.Event()
+        leftovers.set()  # the caches are in: look once, then whenever one is seen
+        router.on_leftover = leftovers.set
         self._leading.set()
         log.info("running %d workers", self.settings.workers)
         runner = asyncio.create_task(queue.run(syncer.sync), name="endpoint_slice-workers")
         waiter = asyncio.create_task(lost.wait())
         releaser = asyncio.create_task(router.release_when_quiet(), name="release-held")
+        sweeper = asyncio.create_task(_sweep_unlabelled(syncer, leftovers), name="leftovers")
         try:
             await asyncio.wait({runner, waiter}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             router.queue = None
+            router.on_leftover = None
             self._leading.clear()
             waiter.cancel()
             releaser.cancel()
+            sweeper.cancel()
             await queue.stop(timeout=SHUTDOWN_TIMEOUT)
-            await asyncio.gather(runner, waiter, releaser, return_exceptions=True)
+            await asyncio.gather(runner, waiter, releaser, sweeper, return_exceptions=True)
             log.info("workers stopped")
 
     # -- health -----------------------------------------------------------------------------
@@ -720,3 +726,27 @@ class Operator:
     async def _stop_health(self) -> None:
         if self.health is not None:
             await self.health.stop()
+
+
+LEFTOVER_RETRY = (1.0, 60.0)
+"""Seconds before retrying a failed deletion of leftover slices: first, and at most (doubling)."""
+
+
+async def _sweep_unlabelled(syncer: ServiceSyncer, wanted: asyncio.Event) -> None:
+    """While leading: delete the slices of ours without a service-name label whenever one may
+    be there (``wanted``); a failed deletion is retried with backoff (until cancelled)."""
+    delay = LEFTOVER_RETRY[0]
+    while True:
+        await wanted.wait()
+        wanted.clear()
+        try:
+            await syncer.delete_unlabelled()
+        except Exception as exc:
+            log.warning(
+                "could not delete leftover EndpointSlices (retrying in %.0f s): %s", delay, exc
+            )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, LEFTOVER_RETRY[1])
+            wanted.set()
+        else:
+            delay = LEFTOVER_RETRY[0]

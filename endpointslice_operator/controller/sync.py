@@ -179,6 +179,7 @@ class ServiceSyncer:
         entry = self.indexes.services.get(key)
         if entry is None:
             self._forget(key)
+            await self._delete_orphans(key)
             if self.mirroring is not None:
                 await self.mirroring.service_gone(key, self.tracker)
             if self.endpoints is not None:
@@ -296,6 +297,46 @@ class ServiceSyncer:
     def _forget_warnings(self, key: str) -> None:
         for reported in self._reported.values():
             reported.discard(key)
+
+    async def _delete_orphans(self, key: str) -> None:
+        """The Service does not exist: delete our slices of it that nothing else will, those
+        without any ownerReference (the garbage collector removes the ones a Service owns,
+        the mirroring the ones an Endpoints object owns). Each DELETE carries the slice's uid
+        as a precondition: a slice replaced meanwhile is not touched."""
+        for endpoint_slice in self.indexes.slices.ours(key):
+            metadata = endpoint_slice.get("metadata") or {}
+            if _is_deleting(endpoint_slice) or metadata.get("ownerReferences"):
+                continue
+            await self._delete_leftover(
+                endpoint_slice, "service_missing", f"its Service {key} does not exist"
+            )
+
+    async def delete_unlabelled(self) -> None:
+        """Delete the slices labelled managed-by ours that carry no service-name label (no
+        Service can ever claim them), each with its uid as a precondition."""
+        for namespace, name, ref in self.indexes.slices.unlabelled_ours():
+            stub = {"metadata": {"namespace": namespace, "name": name, "uid": ref.uid}}
+            await self._delete_leftover(stub, "no_service_name", "it has no service-name label")
+
+    async def _delete_leftover(
+        self, endpoint_slice: Mapping[str, Any], reason: str, why: str
+    ) -> None:
+        metadata = endpoint_slice.get("metadata") or {}
+        where = f"{metadata.get('namespace')}/{metadata.get('name')}"
+        await self._spend()
+        try:
+            deleted = await self.writer.delete(endpoint_slice)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+            # The uid precondition failed: the name now holds another object, whose own
+            # watch event decides about it.
+            log.debug("leftover EndpointSlice %s was replaced; not deleting it", where)
+            return
+        if deleted:
+            log.info("deleted leftover EndpointSlice %s of ours: %s", where, why)
+            self.metrics.record_leftover_deleted(reason)
+            self.metrics.record_change("delete")
 
     async def _spend(self) -> None:
         """Wait for one token of the write budget (if there is one)."""

@@ -161,7 +161,7 @@ async def test_deployment_rolls_out_scales_and_spreads(cluster: tuple[Emulator, 
     assert scale["status"]["selector"] == "app=web"
     await eventually(lambda: available(emu) == 5 and len(pods(emu)) == 5)
     metadata = {"name": "web", "namespace": "default"}
-    status, body = await client.put(
+    status, _ = await client.put(
         f"{DEPLOYMENTS}/web/scale",
         {"kind": "Scale", "apiVersion": "autoscaling/v1",
          "metadata": {"name": "web", "resourceVersion": "1"}, "spec": {"replicas": 2}},

@@ -16,7 +16,7 @@ import pytest
 
 from tests.realcluster import objects as o
 from tests.realcluster.conftest import Cluster
-from tests.realcluster.kube import KCM, OURS, JSON, Kube, eventually
+from tests.realcluster.kube import JSON, KCM, OURS, Kube, eventually
 from tests.realcluster.operator_process import OperatorProcess, running
 from tests.realcluster.parity import Twins
 
