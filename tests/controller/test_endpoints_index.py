@@ -82,12 +82,16 @@ async def test_endpoints_events_queue_the_service_when_it_matters() -> None:
     # for a Service we do not know: not queued
     router.on_endpoints("ADDED", endpoints("unknown"))
     assert "ns/unknown" not in fresh
-    # ours modified (our own write coming back): not queued
+    # ours modified (our own write coming back: the writer put its answer in the index)
     router.queue = fresh = ServiceQueue(workers=1)
     router.on_endpoints("ADDED", endpoints("b", ours=True))
     router.queue = fresh = ServiceQueue(workers=1)
+    indexes.endpoints.put(endpoints("b", ours=True, rv="2"))
     router.on_endpoints("MODIFIED", endpoints("b", ours=True, rv="2"))
-    assert "ns/b" not in fresh
+    assert "ns/b" not in fresh and fresh.delayed == 0
+    # ours changed by someone else (another resourceVersion): repaired after 1 s
+    router.on_endpoints("MODIFIED", endpoints("b", ours=True, rv="3"))
+    assert fresh.delayed == 1
     # ours deleted: queued even without a Service (to find out nothing is wanted)
     router.on_endpoints("DELETED", endpoints("b", ours=True, rv="2"))
     assert "ns/b" in fresh
