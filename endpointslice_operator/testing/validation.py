@@ -407,31 +407,49 @@ def _is_link_local_multicast(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) 
     return packed[0] == 0xFF and packed[1] & 0x0F == 0x02
 
 
-def _sloppy_ipv4(address: str) -> str:
-    """Kubernetes 1.32 parses IPv4 with ParseIPSloppy, which reads "010.0.0.1" as 10.0.0.1
-    (the strict parser of later releases rejects it); Python's parser wants no leading zeros."""
-    octets = address.split(".")
-    if len(octets) == 4 and all(o.isdigit() and o.isascii() for o in octets):
-        return ".".join(str(int(o)) for o in octets)
-    return address
+def _non_canonical(address: str, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """v1.36's strict parsing: an IPv4 text with leading zeros does not parse at all (Python's
+    parser agrees), an IPv4-mapped IPv6 address or an IPv6 text in another form than the
+    canonical one is refused (v1.24 parsed all of these sloppily and accepted them)."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return "must not be an IPv4-mapped IPv6 address"
+        if ip.compressed != address:
+            return f'must be in canonical form ("{ip.compressed}")'
+    return None
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def pod_ip_error(address: str) -> str | None:
+    """Why ``address`` may not be a pod IP (None when it may): v1.36 refuses what does not
+    parse strictly and any non-canonical form (``10.052.0.3``, ``::ffff:10.52.0.4``)."""
+    if "%" in address:
+        return "must be a valid IP address"
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return "must be a valid IP address"
+    return _non_canonical(address, ip)
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
 def ip_address_error(address: str, version: int) -> str | None:
     """Why ``address`` is not a valid, non-special IPv4/IPv6 address (None when it is).
 
-    IsValidIPv4Address/IsValidIPv6Address plus ValidateNonSpecialIP, as for EndpointSlices.
+    IsValidIPv4Address/IsValidIPv6Address (strict and canonical, as v1.36) plus
+    ValidateNonSpecialIP, as for EndpointSlices.
     """
     try:
         ip: ipaddress.IPv4Address | ipaddress.IPv6Address = (
-            ipaddress.IPv4Address(_sloppy_ipv4(address))
-            if version == 4
-            else ipaddress.IPv6Address(address)
+            ipaddress.IPv4Address(address) if version == 4 else ipaddress.IPv6Address(address)
         )
     except ValueError:
         return f"must be a valid IPv{version} address"
-    if isinstance(ip, ipaddress.IPv6Address) and (ip.ipv4_mapped is not None or "%" in address):
+    if "%" in address:
         return "must be a valid IPv6 address"
+    non_canonical = _non_canonical(address, ip)
+    if non_canonical is not None:
+        return non_canonical
     if ip.is_unspecified:
         return "may not be unspecified (0.0.0.0, ::)"
     if ip.is_loopback:
@@ -609,14 +627,36 @@ def _port_number_errors(path: str, value: Any) -> list[Cause]:
     return []
 
 
+def _pod_ip_causes(obj: JSON, old: JSON | None) -> list[Cause]:
+    """``status.podIPs`` (or ``status.podIP`` without them) as v1.36 checks them; unchanged
+    values are not checked again (v1.36 ratchets: a pod written before keeps its IPs)."""
+    status = obj.get("status") or {}
+    old_status = (old or {}).get("status") or {}
+    pod_ips = status.get("podIPs")
+    if pod_ips:
+        if pod_ips == old_status.get("podIPs"):
+            return []
+        entries = [(f"status.podIPs[{i}].ip", (e or {}).get("ip")) for i, e in enumerate(pod_ips)]
+    elif status.get("podIP") and status.get("podIP") != old_status.get("podIP"):
+        entries = [("status.podIP", status["podIP"])]
+    else:
+        return []
+    causes: list[Cause] = []
+    for path, ip in entries:
+        error = pod_ip_error(ip) if isinstance(ip, str) else "must be a valid IP address"
+        if error is not None:
+            causes.append(invalid_value(path, ip, error))
+    return causes
+
+
 def validate_pod(obj: JSON, old: JSON | None) -> list[Cause]:
     spec = obj.get("spec") or {}
+    causes: list[Cause] = _pod_ip_causes(obj, old)
     if old is not None and spec == (old.get("spec") or {}):
         # An update that leaves the spec alone (a status or label write): the stored spec
         # passed these rules, and the update-only rules compare against an equal spec.
-        return []
+        return causes
     containers = spec.get("containers") or []
-    causes: list[Cause] = []
     if not containers:
         causes.append(required("spec.containers"))
     names: set[str] = set()

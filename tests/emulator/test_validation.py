@@ -65,6 +65,19 @@ def endpoints(*addresses: str, **extra: Any) -> list[dict[str, Any]]:
             {"endpoints": endpoints("10.0.0")},
             [("endpoints[0].addresses[0]", "FieldValueInvalid")],
         ),
+        # v1.36 parses strictly and wants the canonical form (v1.24 accepted all three)
+        (
+            {"endpoints": endpoints("010.0.0.1")},
+            [("endpoints[0].addresses[0]", "FieldValueInvalid")],
+        ),
+        (
+            {"endpoints": endpoints("::ffff:10.0.0.1")},
+            [("endpoints[0].addresses[0]", "FieldValueInvalid")],
+        ),
+        (
+            {"addressType": "IPv6", "endpoints": endpoints("fd00:0::0001")},
+            [("endpoints[0].addresses[0]", "FieldValueInvalid")],
+        ),
         (
             {"endpoints": endpoints("127.0.0.1")},
             [("endpoints[0].addresses[0]", "FieldValueInvalid")],
@@ -152,8 +165,6 @@ async def test_valid_endpoint_slices(client: Client) -> None:
         ),
         endpoint_slice("v6", addressType="IPv6", endpoints=endpoints("fd00::1", "2001:db8::1")),
         endpoint_slice("fqdn", addressType="FQDN", endpoints=endpoints("db.example.com")),
-        # 1.32 reads IPv4 sloppily: leading zeros are accepted.
-        endpoint_slice("zeros", endpoints=endpoints("010.0.0.1")),
         endpoint_slice("empty", endpoints=[], ports=[]),
         endpoint_slice(
             "many",
@@ -423,4 +434,22 @@ async def test_slice_updates_check_changed_endpoints_and_ports(client: Client) -
     assert fields.count("endpoints[0].addresses[0]") == 1 and "addressType" in fields
     flipped = [dict(created["endpoints"][0], conditions={"ready": False})]
     status, answer = await client.put(f"{SLICES}/web", dict(created, endpoints=flipped))
+    assert status == 200, answer
+
+
+@pytest.mark.parametrize("ip", ["10.052.0.3", "::ffff:10.52.0.4", "fd00:0::1", "nope"])
+async def test_pod_ips_must_be_canonical(client: Client, ip: str) -> None:
+    """v1.36 refuses a pod IP in any but the canonical form (v1.24 accepted them); an
+    unchanged one is not checked again (a pod written before keeps its IPs)."""
+    pods = "/api/v1/namespaces/default/pods"
+    status, created = await client.post(pods, pod("p", labels={"app": "web"}))
+    assert status == 201, created
+    status, answer = await client.patch(
+        f"{pods}/p/status", {"status": {"podIP": ip, "podIPs": [{"ip": ip}]}}
+    )
+    assert status == 422, answer
+    assert [c["field"] for c in answer["details"]["causes"]] == ["status.podIPs[0].ip"]
+    status, answer = await client.patch(
+        f"{pods}/p/status", {"status": {"podIP": "10.1.0.1", "podIPs": [{"ip": "10.1.0.1"}]}}
+    )
     assert status == 200, answer

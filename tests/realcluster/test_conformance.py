@@ -61,6 +61,26 @@ OLDER_SERVERS: dict[str, dict[str, tuple[Row, str]]] = {
             "(`metadata.namespace: Required value`); v1.36 takes the namespace from the URL "
             "and answers the stale resourceVersion (409 Conflict)",
         ),
+        **{
+            f"pod status {label}": (
+                (200, "", (), (f'"{ip}"',)),
+                "v1.24 parses pod IPs sloppily and keeps any form; v1.36 refuses a "
+                "non-canonical one (leading zeros, IPv4-mapped IPv6)",
+            )
+            for label, ip in (("leading zeros", "10.052.0.3"), ("ipv4-mapped", "::ffff:10.52.0.4"))
+        },
+        **{
+            f"slice {label}": (
+                (201, "", (), [ip]),
+                "v1.24 accepts any form an EndpointSlice address parses in sloppily; v1.36 "
+                "refuses non-canonical ones",
+            )
+            for label, ip in (
+                ("ip leading zeros", "10.052.0.3"),
+                ("ipv4-mapped in IPv4", "::ffff:10.52.0.4"),
+                ("ipv6 not canonical", "fd00:0:0::0001"),
+            )
+        },
     },
 }
 """Known differences of older servers, per ``major.minor``: the emulator models the current
@@ -230,6 +250,20 @@ def steps() -> list[Step]:
             content_type=MERGE,
             facts=fields("status.podIP"),
         ),
+        # pod IPs a v1.24 server accepted and later ones refuse (non-canonical forms); dry
+        # runs, so that what follows sees the same state on both versions
+        *[
+            Step(
+                f"pod status {label}",
+                "PATCH",
+                f"{NSP}/pods/p0/status",
+                {"status": {"podIP": ip, "podIPs": [{"ip": ip}]}},
+                params={"dryRun": "All"},
+                content_type=MERGE,
+                facts=fields("status.podIP"),
+            )
+            for label, ip in (("leading zeros", "10.052.0.3"), ("ipv4-mapped", "::ffff:10.52.0.4"))
+        ],
         Step(
             "pods by label",
             "GET",
@@ -285,6 +319,22 @@ def steps() -> list[Step]:
             SLICES,
             eps(endpoints=[{"addresses": ["10.1.0.300"], "conditions": {}}]),
         ),
+        *[
+            Step(
+                f"slice {label}",
+                "POST",
+                SLICES,
+                eps(addressType=family, endpoints=[{"addresses": [ip], "conditions": {}}]),
+                params={"dryRun": "All"},
+                facts=lambda b: (b.get("endpoints") or [{}])[0].get("addresses"),
+            )
+            for label, family, ip in (
+                ("ip leading zeros", "IPv4", "10.052.0.3"),
+                ("ipv4-mapped in IPv4", "IPv4", "::ffff:10.52.0.4"),
+                ("ipv4-mapped in IPv6", "IPv6", "::ffff:10.52.0.4"),
+                ("ipv6 not canonical", "IPv6", "fd00:0:0::0001"),
+            )
+        ],
         Step(
             "slice no addresses",
             "POST",
