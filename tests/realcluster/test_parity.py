@@ -9,7 +9,7 @@ import pytest
 
 from tests.realcluster import objects as o
 from tests.realcluster.conftest import Cluster
-from tests.realcluster.kube import Kube, eventually
+from tests.realcluster.kube import ApiFailure, Kube, eventually
 from tests.realcluster.operator_process import OperatorProcess
 from tests.realcluster.parity import Twins
 
@@ -146,3 +146,37 @@ async def test_more_than_1000_endpoints(kube: Kube, ns: str, operator: OperatorP
     await twins.agree({f"web-{i}" for i in range(count)}, timeout=180)
     kcm, _ = await twins.shapes()
     assert kcm["sizes"] == [(50, 1), (100, 10)]
+
+
+async def test_non_canonical_pod_ips_are_published_as_given(
+    kube: Kube, ns: str, operator: OperatorProcess
+) -> None:
+    """``10.052.0.3`` and ``::ffff:10.52.0.4``: v1.24 accepts them in pods and both controllers
+    publish them as given (the IPv4-mapped one in the IPv4 slice); v1.36 refuses them in
+    pods, so no slice can hold them there. Before, the operator rewrote them to 10.52.0.3 and
+    10.52.0.4."""
+    twins = Twins(kube, ns, "web", {"app": "web"})
+    await twins.create()
+    odd = {"web-0": "10.052.0.3", "web-1": "::ffff:10.52.0.4"}
+    refused = []
+    for i, (name, ip) in enumerate(odd.items()):
+        await o.pod(kube, ns, name, f"10.1.0.{i + 1}")
+        try:
+            await kube.patch(
+                f"/api/v1/namespaces/{ns}/pods/{name}/status",
+                {"status": {"podIP": ip, "podIPs": [{"ip": ip}]}},
+            )
+            refused.append(False)
+        except ApiFailure as failure:
+            assert failure.status == 422, failure.body
+            refused.append(True)
+    if all(refused):  # v1.36: the API keeps such addresses out of pods altogether
+        await twins.agree(set(odd))
+        return
+    assert not any(refused), "one form refused, the other accepted"
+    await twins.agree(set(odd))
+    kcm, ours = await twins.shapes()
+    for shape in (kcm, ours):
+        assert {name: shape["endpoints"][name][0] for name in odd} == {
+            name: (ip,) for name, ip in odd.items()
+        }, shape["endpoints"]
