@@ -11,8 +11,11 @@ again; the chart's optional post-delete hook does exactly that. The ``core/v1`` 
 objects the operator wrote (``--write-endpoints`` or the ``<prefix>/endpoints`` annotation) carry
 the same label and are deleted the same way, after the slices.
 
-It takes ``--kubeconfig``, ``--managed-by`` and ``--namespace`` like ``run`` (and their
-``ENDPOINTSLICE_OPERATOR_*`` variables), plus ``--dry-run`` to list without deleting.
+It takes ``--kubeconfig``, ``--managed-by``, ``--namespace``, ``--lease-name`` and
+``--lease-namespace`` like ``run`` (and their ``ENDPOINTSLICE_OPERATOR_*`` variables), plus
+``--dry-run`` to list without deleting. When the operator's leader-election Lease is held by a
+live holder (renewed within its duration), the operator is still running: a warning on standard
+error says that the slices will come back and names the holder (the deletion goes ahead).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes_asyncio import client
@@ -64,6 +68,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="only this namespace (repeatable; default: all namespaces)",
     )
     parser.add_argument(
+        "--lease-name",
+        metavar="NAME",
+        help="the operator's leader-election Lease, to warn while it is held (default: as run)",
+    )
+    parser.add_argument(
+        "--lease-namespace",
+        metavar="NAME",
+        help="its namespace (default: $ENDPOINTSLICE_OPERATOR_LEASE_NAMESPACE, else every "
+        "namespace is searched for a Lease of that name)",
+    )
+    parser.add_argument(
         "--dry-run", action="store_true", help="list what would be deleted, delete nothing"
     )
     return parser
@@ -77,7 +92,48 @@ def _settings(args: argparse.Namespace) -> Settings:
         argv += ["--managed-by", args.managed_by]
     for namespace in args.namespace or []:
         argv += ["--namespace", namespace]
+    if args.lease_name is not None:
+        argv += ["--lease-name", args.lease_name]
+    if args.lease_namespace is not None:
+        argv += ["--lease-namespace", args.lease_namespace]
     return load_settings(argv, os.environ)
+
+
+async def live_lease_holders(settings: Settings, now: datetime | None = None) -> list[str]:
+    """``<namespace>/<name> held by <holder>`` for each Lease named ``--lease-name`` (in
+    ``--lease-namespace``, else in any namespace) whose holder renewed it within its duration:
+    an operator that still runs. Nothing when the Lease cannot be read (it is only a warning)."""
+    now = now or datetime.now(UTC)
+    configuration = await load_client_configuration(settings)
+    async with client.ApiClient(configuration) as api_client:
+        api = client.CoordinationV1Api(api_client)
+        try:
+            if settings.lease_namespace:
+                leases = [
+                    await api.read_namespaced_lease(
+                        settings.lease_name, settings.lease_namespace, _request_timeout=10
+                    )
+                ]
+            else:
+                page = await api.list_lease_for_all_namespaces(
+                    field_selector=f"metadata.name={settings.lease_name}", _request_timeout=10
+                )
+                leases = list(page.items)
+        except (TimeoutError, ApiException, OSError):
+            return []
+    held: list[str] = []
+    for lease in leases:
+        spec = lease.spec
+        renewed = spec.renew_time if spec is not None else None
+        if spec is None or not spec.holder_identity or renewed is None:
+            continue
+        if renewed.tzinfo is None:
+            renewed = renewed.replace(tzinfo=UTC)
+        age = (now - renewed).total_seconds()
+        if age <= (spec.lease_duration_seconds or 15):
+            where = f"{lease.metadata.namespace}/{lease.metadata.name}"
+            held.append(f"{where} held by {spec.holder_identity} (renewed {age:.0f} s ago)")
+    return held
 
 
 @dataclass(frozen=True)
@@ -176,6 +232,12 @@ def main(argv: Sequence[str]) -> int:
             sys.stderr.write(f"{PROG}: {line}\n")
         return 2 if isinstance(exc, SettingsError) else 1
     try:
+        for held in asyncio.run(live_lease_holders(settings)):
+            sys.stderr.write(
+                f"{PROG}: warning: the operator is still running (Lease {held}): it will "
+                "write the slices again; stop it first (helm uninstall, or kubectl delete -f "
+                "deploy/)\n"
+            )
         count = asyncio.run(cleanup(settings, dry_run=args.dry_run))
         endpoints = asyncio.run(cleanup_endpoints(settings, dry_run=args.dry_run))
     except ApiException as exc:

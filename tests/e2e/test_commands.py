@@ -7,7 +7,9 @@ import os
 import signal
 import socket
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -221,3 +223,48 @@ async def test_cleanup_deletes_our_endpoints_objects_too() -> None:
         code, out, _ = await _cli("cleanup", "--kubeconfig", kubeconfig)
         assert out[0] == f"deleted endpoints {NS}/web"
         assert {e["metadata"]["name"] for e in emu.store.list("endpoints", NS)} == {"db"}
+
+
+def _lease(emu: Any, holder: str, renewed: datetime, namespace: str = "ops") -> None:
+    emu.store.create(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": "endpointslice-operator", "namespace": namespace},
+            "spec": {
+                "holderIdentity": holder,
+                "leaseDurationSeconds": 15,
+                "renewTime": renewed.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            },
+        }
+    )
+
+
+async def test_cleanup_warns_while_the_operators_lease_is_held() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        emu.store.create_namespace("ops")
+        foreign_slice(emu, "web-a", "web", "endpointslice-operator.io")
+        _lease(emu, "replica-1", datetime.now(UTC))
+        kubeconfig = str(emu.kubeconfig_path)
+        code, out, err = await _cli("cleanup", "--kubeconfig", kubeconfig, "--dry-run")
+        assert code == 0
+        assert len(err) == 1, err
+        assert "warning: the operator is still running" in err[0]
+        assert "ops/endpointslice-operator held by replica-1" in err[0]
+        assert "will write the slices again" in err[0]
+        assert out[-1] == "would delete 1 EndpointSlice(s) managed by endpointslice-operator.io"
+        # named explicitly, in another namespace: nothing held there
+        code, out, err = await _cli(
+            "cleanup", "--kubeconfig", kubeconfig, "--dry-run", "--lease-namespace", NS
+        )
+        assert (code, err) == (0, [])
+
+
+async def test_cleanup_is_quiet_about_a_lease_nobody_renews() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        emu.store.create_namespace("ops")
+        _lease(emu, "replica-1", datetime.now(UTC) - timedelta(minutes=5))
+        code, _, err = await _cli("cleanup", "--kubeconfig", str(emu.kubeconfig_path))
+        assert (code, err) == (0, [])
