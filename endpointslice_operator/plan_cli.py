@@ -273,6 +273,60 @@ def _add(manifests: Manifests, where: str, obj: Mapping[str, Any], default_ns: s
         manifests.slices[(namespace, name)] = namespaced
 
 
+# --- API server defaults -------------------------------------------------------------------
+
+ALLOCATED = "<allocated>"
+"""The cluster IP the plan assumes for a Service that names none (the API server would
+allocate one): any value but ``None`` marks the Service as not headless."""
+_FAMILIES = ("IPv4", "IPv6")
+
+
+def default_service(service: Mapping[str, Any], family: str) -> tuple[dict[str, Any], list[str]]:
+    """The Service as the API server would store it, for the fields that change the plan, and
+    what was assumed (empty when the Service says it all).
+
+    ``spec.type`` ClusterIP; for a ClusterIP, NodePort or LoadBalancer Service without
+    ``spec.clusterIP``, an allocated cluster IP (so not headless); without ``spec.ipFamilies``
+    (and not a headless Service without a selector, which the API server makes dual-stack):
+    ``ipFamilyPolicy`` SingleStack and ``ipFamilies`` of the cluster's family, ``family``.
+    """
+    spec = dict(service.get("spec") or {})
+    assumed: list[str] = []
+    if not spec.get("type"):
+        spec["type"] = "ClusterIP"  # not reported: it changes no slice by itself
+    if spec["type"] == "ExternalName":
+        return {**service, "spec": spec}, assumed
+    if not spec.get("clusterIP"):
+        spec["clusterIP"] = ALLOCATED
+        assumed.append("a cluster IP allocated (not headless)")
+    headless = spec["clusterIP"] == "None"
+    if not spec.get("ipFamilies") and not (headless and not spec.get("selector")):
+        policy = spec.get("ipFamilyPolicy") or "SingleStack"
+        if policy == "SingleStack":
+            families = [family]
+        else:
+            families = [family, *(f for f in _FAMILIES if f != family)]
+        spec["ipFamilyPolicy"] = policy
+        spec["ipFamilies"] = families
+        assumed.append(
+            f"ipFamilyPolicy {policy}, ipFamilies [{', '.join(families)}] (--ip-family {family})"
+        )
+    if not assumed:
+        return dict(service), []
+    return {**service, "spec": spec}, assumed
+
+
+def apply_service_defaults(manifests: Manifests, family: str) -> dict[str, list[str]]:
+    """Default every Service of ``manifests`` in place; ``ns/name`` -> what was assumed."""
+    notes: dict[str, list[str]] = {}
+    for key, service in list(manifests.services.items()):
+        defaulted, assumed = default_service(service, family)
+        manifests.services[key] = defaulted
+        if assumed:
+            notes[f"{key[0]}/{key[1]}"] = assumed
+    return notes
+
+
 # --- Planning ------------------------------------------------------------------------------
 
 
@@ -753,6 +807,13 @@ def _parser() -> argparse.ArgumentParser:
         help="mirroring: addresses mirrored per Endpoints subset (default: %(default)s)",
     )
     parser.add_argument(
+        "--ip-family",
+        choices=_FAMILIES,
+        default="IPv4",
+        help="the cluster's IP family, for Services that name none: the API server defaults "
+        "them to SingleStack of it (default: %(default)s)",
+    )
+    parser.add_argument(
         "--opted-in-only",
         action="store_true",
         help="treat Services without the opt-in as the operator does (no slices; ours deleted)",
@@ -804,6 +865,11 @@ def main(argv: list[str]) -> int:
             args.filename, recursive=args.recursive, default_namespace=args.namespace
         )
         keys = _service_keys(args.service, manifests, args.namespace)
+        for key, assumed in apply_service_defaults(manifests, args.ip_family).items():
+            if tuple(key.split("/", 1)) in keys:
+                sys.stderr.write(
+                    f"plan: {key}: defaulted as the API server would: {'; '.join(assumed)}\n"
+                )
         results = plan_manifests(
             manifests,
             keys,

@@ -713,3 +713,39 @@ def test_source_endpoints_with_a_selector_conflicts(
     status, out, err = run(capsys, "-f", str(path), "-o", "summary")
     assert (status, out) == (0, "shop/db  create=0 update=0 delete=0 skipped=conflicting source\n")
     assert "ConflictingSource" in err
+
+
+def test_the_readmes_example_is_defaulted_as_the_api_server_would(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """deploy/examples/web.yaml names no cluster IP and no IP families: the API server would
+    allocate a cluster IP and make it SingleStack of the cluster's family, so the plan is one
+    IPv4 slice without the headless label (it was a dual-stack pair of headless placeholders),
+    and standard error says what was assumed."""
+    example = str(Path(__file__).resolve().parents[1] / "deploy" / "examples" / "web.yaml")
+    code, out, err = run(capsys, "-f", example)
+    assert code == 0
+    created = [obj for _, obj in writes(out)]
+    assert [s["addressType"] for s in created] == ["IPv4"]
+    assert "service.kubernetes.io/headless" not in created[0]["metadata"]["labels"]
+    assert err.splitlines() == [
+        "plan: default/web: defaulted as the API server would: a cluster IP allocated (not "
+        "headless); ipFamilyPolicy SingleStack, ipFamilies [IPv4] (--ip-family IPv4)"
+    ]
+    code, out, err = run(capsys, "-f", example, "--ip-family", "IPv6")
+    assert [obj["addressType"] for op, obj in writes(out)] == ["IPv6"]
+    assert "ipFamilies [IPv6]" in err
+
+
+def test_a_service_that_says_it_all_is_planned_as_written(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # a selectorless headless Service: the API server makes it dual-stack, so it is left so
+    headless = service("web", spec={"clusterIP": "None", "ports": [{"port": 80}]})
+    headless["metadata"]["annotations"]["endpointslice-operator.io/selector"] = "app=web"
+    code, out, err = run(capsys, "-f", str(write(tmp_path / "m.yaml", headless)))
+    assert code == 0
+    assert sorted(obj["addressType"] for _, obj in writes(out)) == ["IPv4", "IPv6"]
+    assert "defaulted" not in err
+    code, out, err = run(capsys, "-f", str(write(tmp_path / "n.yaml", service("web"))))
+    assert code == 0 and "defaulted" not in err
