@@ -10,30 +10,29 @@ running and prints one line per change, flushed at once, so that
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from kubernetes_asyncio.config import ConfigException
-
-from endpointslice_operator.controller.kopf_wiring import NoClusterError, find_cluster
-from endpointslice_operator.controller.selectors import SelectorError, parse_selector
-from endpointslice_operator.settings import SettingsError, load_settings
-from endpointslice_operator.view import (
+from endpointslice_operator.view.model import (
     POLICIES,
     Change,
     Endpoint,
     EndpointGroup,
     EndpointKey,
     ServicePortKey,
-    ViewError,
-    open_api_client,
     view_annotation,
-    watch_endpoints,
 )
+
+if TYPE_CHECKING:
+    from endpointslice_operator.settings import Settings
+
+# The API client, Kopf-free credentials, settings and the watch machinery are imported once
+# the arguments are parsed (see main): `--help` and usage errors answer at once, and a run
+# pays only for what it uses.
 
 __all__ = ["build_parser", "format_row", "main", "render_table"]
 
@@ -49,14 +48,22 @@ def build_parser() -> argparse.ArgumentParser:
         description="Show the endpoints of Services, one per (service, port, address), merged "
         "from all their EndpointSlices (whoever manages them) as kube-proxy does. Without "
         "--service and --selector: the Services annotated "
-        f'{view_annotation()}: "true".',
+        f'{view_annotation()}: "true". Namespaces as kubectl: the kubeconfig context\'s '
+        "namespace (in a Pod, its own), -n NS, or -A for all.",
     )
-    parser.add_argument("-n", "--namespace", metavar="NS", help="only this namespace")
+    scope = parser.add_mutually_exclusive_group()
+    scope.add_argument(
+        "-n",
+        "--namespace",
+        metavar="NS",
+        help="this namespace (default: the kubeconfig context's, else default)",
+    )
+    scope.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
     parser.add_argument(
         "--service",
         metavar="NAME",
         action="append",
-        help="this Service (repeatable; NAME or NAMESPACE/NAME)",
+        help="this Service (repeatable): NAME in the namespace in use, or NAMESPACE/NAME",
     )
     parser.add_argument("--selector", metavar="SEL", help="Services with these labels (a, b=c)")
     parser.add_argument(
@@ -140,12 +147,40 @@ def _emit(line: str) -> None:
     sys.stdout.flush()
 
 
-async def _run(args: argparse.Namespace, annotation_prefix: str) -> int:
+def resolve_scope(
+    args: argparse.Namespace, settings: Settings
+) -> tuple[str | None, list[str] | None]:
+    """(namespace to watch, None for all; the Services, each as ``namespace/name``), as
+    kubectl resolves them: ``-A`` every namespace, ``-n`` that one, else the kubeconfig
+    context's. A bare NAME is in the namespace in use (with ``-A``, in any); a
+    ``NAMESPACE/NAME`` elsewhere widens the watch to every namespace (the view still shows
+    only the Services named)."""
+    from endpointslice_operator.controller.cluster_config import context_namespace
+
+    if args.all_namespaces:
+        return None, list(args.service) if args.service else None
+    namespace = args.namespace or context_namespace(settings)
+    if not args.service:
+        return namespace, None
+    services = [name if "/" in name else f"{namespace}/{name}" for name in args.service]
+    if any(name.partition("/")[0] != namespace for name in services):
+        return None, services
+    return namespace, services
+
+
+async def _run(
+    args: argparse.Namespace,
+    annotation_prefix: str,
+    namespace: str | None,
+    services: list[str] | None,
+) -> int:
+    from endpointslice_operator.view.watch import open_api_client, watch_endpoints
+
     async with await open_api_client(args.kubeconfig, args.annotation_prefix) as api:
         stream = watch_endpoints(
             api,
-            namespace=args.namespace,
-            services=args.service,
+            namespace=namespace,
+            services=services,
             selector=args.selector,
             managed_by=args.managed_by,
             policy=args.policy,
@@ -183,6 +218,10 @@ def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     # Watch retries ("... failed, retrying") are the only log lines: one line each, on stderr.
     logging.basicConfig(level=logging.WARNING, format=f"{PROG}: %(message)s")
+    from endpointslice_operator.controller.cluster_config import NoClusterError, find_cluster
+    from endpointslice_operator.controller.selectors import SelectorError, parse_selector
+    from endpointslice_operator.settings import SettingsError, load_settings
+
     try:
         if args.selector is not None:
             parse_selector(args.selector)
@@ -195,8 +234,15 @@ def main(argv: Sequence[str]) -> int:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         sys.stderr.write(f"{PROG}: {first}\n")
         return 1 if isinstance(exc, NoClusterError) else 2
+    namespace, services = resolve_scope(args, settings)
+    import asyncio
+
+    from kubernetes_asyncio.config import ConfigException
+
+    from endpointslice_operator.view.watch import ViewError
+
     try:
-        return asyncio.run(_run(args, settings.annotation_prefix))
+        return asyncio.run(_run(args, settings.annotation_prefix, namespace, services))
     except ViewError as exc:
         sys.stderr.write(f"{PROG}: {exc}\n")
         return 1

@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import os
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any, cast
 
 import kopf
-from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import Configuration
 
-from endpointslice_operator.settings import Settings
+# Re-exported: the credentials live in cluster_config (no Kopf there, for the commands).
+from endpointslice_operator.controller.cluster_config import (
+    NoClusterError,
+    find_cluster,
+    load_client_configuration,
+)
 
 __all__ = [
     "NoClusterError",
@@ -42,46 +45,6 @@ WATCH_CLIENT_TIMEOUT = WATCH_SERVER_TIMEOUT + 60.0
 WATCH_CONNECT_TIMEOUT = 30.0
 KOPF_WORKER_IDLE_TIMEOUT = 0.2
 KOPF_WORKER_LIMIT = 5000
-
-
-class NoClusterError(RuntimeError):
-    """No ``--kubeconfig``, not in a Pod, and no default kubeconfig file: one clear line."""
-
-
-def find_cluster(settings: Settings, environ: Mapping[str, str] | None = None) -> str:
-    """Where the credentials will come from (``--kubeconfig PATH``, ``in-cluster`` or the default
-    kubeconfig's path), or :class:`NoClusterError` naming every place that was looked at."""
-    env = os.environ if environ is None else environ
-    if settings.kubeconfig is not None:
-        return str(settings.kubeconfig)
-    if env.get("KUBERNETES_SERVICE_HOST"):
-        return "in-cluster"
-    paths = [p for p in env.get("KUBECONFIG", "").split(os.pathsep) if p]
-    if not paths:
-        paths = [os.path.expanduser("~/.kube/config")]
-    existing = [p for p in paths if os.path.isfile(p)]
-    if existing:
-        return os.pathsep.join(existing)
-    raise NoClusterError(
-        "no cluster configured: no --kubeconfig, not running in a Pod "
-        f"($KUBERNETES_SERVICE_HOST unset) and no kubeconfig at {os.pathsep.join(paths)}; "
-        "try 'endpointslice-operator demo' to see it work without a cluster"
-    )
-
-
-async def load_client_configuration(settings: Settings) -> Configuration:
-    """``--kubeconfig`` if given, else the in-cluster service account, else the default
-    kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``)."""
-    configuration = Configuration()
-    if settings.kubeconfig is not None:
-        await k8s_config.load_kube_config(
-            config_file=str(settings.kubeconfig), client_configuration=configuration
-        )
-    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-        k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    else:
-        await k8s_config.load_kube_config(client_configuration=configuration)
-    return configuration
 
 
 async def connection_info(configuration: Configuration) -> kopf.ConnectionInfo:

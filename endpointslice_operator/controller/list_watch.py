@@ -82,6 +82,8 @@ class ListWatcher:
         on_listed: Callable[[str | None], None] | None = None,
         on_listing: Callable[[str | None], None] | None = None,
         fail_fast: bool = False,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
     ) -> None:
         # Called with _preload_content=False: both return the raw aiohttp response.
         self._everywhere: Callable[..., Awaitable[Any]]
@@ -137,6 +139,13 @@ class ListWatcher:
         one-shot clients that must report it, such as the endpoint view's first snapshot)."""
         self.listings = 0
         """Completed listings (initial and re-listings), for tests and logs."""
+        self._selectors: dict[str, str] = {}
+        """``label_selector`` / ``field_selector`` for every list and watch: only the objects
+        a client shows (the endpoint view of named Services), not the whole scope."""
+        if label_selector:
+            self._selectors["label_selector"] = label_selector
+        if field_selector:
+            self._selectors["field_selector"] = field_selector
 
     async def run(self) -> None:
         """Watch until cancelled."""
@@ -183,6 +192,8 @@ class ListWatcher:
             self._watermark.observe(listed)
 
     async def _call(self, namespace: str | None, **params: Any) -> Any:
+        if self._selectors:
+            params.update(self._selectors)
         if namespace is None:
             return await self._everywhere(_preload_content=False, **params)
         return await self._namespaced(namespace, _preload_content=False, **params)

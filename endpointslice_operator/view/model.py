@@ -19,7 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY, LABEL_SERVICE_NAME
+LABEL_SERVICE_NAME = "kubernetes.io/service-name"
+LABEL_MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
+"""The well-known discovery/v1 labels (as in ``reconciler.labels``; spelled here so that the
+model, and the ``endpoints`` command with it, loads without the reconciler and pydantic)."""
 
 __all__ = [
     "DEFAULT_ANNOTATION_PREFIX",

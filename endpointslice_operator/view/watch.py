@@ -16,13 +16,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import re
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from typing import Any, Literal, overload
 
 from kubernetes_asyncio.client import ApiClient
 
 from endpointslice_operator.controller.api_client import OperatorApiClient, resolve_env_proxy
-from endpointslice_operator.controller.kopf_wiring import load_client_configuration
+from endpointslice_operator.controller.cluster_config import load_client_configuration
 from endpointslice_operator.controller.list_watch import ListWatcher
 from endpointslice_operator.controller.selectors import Selector, parse_selector
 from endpointslice_operator.controller.writer import ApiError
@@ -30,6 +31,7 @@ from endpointslice_operator.settings import load_settings
 from endpointslice_operator.view.merge import EndpointView, Gatherer, ServiceFilter
 from endpointslice_operator.view.model import (
     DEFAULT_ANNOTATION_PREFIX,
+    LABEL_SERVICE_NAME,
     Change,
     Endpoint,
     EndpointGroup,
@@ -189,6 +191,7 @@ async def watch_endpoints(
     scopes: list[str | None] = [namespace]
     feed = _Feed(view, scopes)
     tasks: list[asyncio.Task[None]] = []
+    selectors = _server_selectors(services, selector)
     for kind in KINDS:
         watcher = ListWatcher(
             api,
@@ -201,6 +204,8 @@ async def watch_endpoints(
             backoff=backoff,
             server_timeout=server_timeout,
             client_timeout=server_timeout + 60.0,
+            label_selector=selectors.get(kind, {}).get("label_selector"),
+            field_selector=selectors.get(kind, {}).get("field_selector"),
         )
         task = asyncio.create_task(watcher.run())
         task.add_done_callback(functools.partial(feed.on_done, kind))
@@ -224,6 +229,33 @@ async def watch_endpoints(
             task.cancel()
         # A watcher whose first listing failed has ended with that error, raised above.
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+_LABEL_VALUE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?").fullmatch
+"""A Service name usable in a label selector (a DNS-1035 label is)."""
+
+
+def _server_selectors(
+    services: Iterable[str] | str | None, selector: Selector | str | None
+) -> dict[str, dict[str, str]]:
+    """Per kind, the selectors that let the API server send only what the view can show:
+    for named Services, their slices (``kubernetes.io/service-name in (...)``) and, for one
+    name, the Service itself (``metadata.name``); for a label selector string, the Services
+    it selects. The view still filters (namespaces, the annotation): this only lists less."""
+    found: dict[str, dict[str, str]] = {}
+    if services is not None:
+        names = sorted(
+            {n.rpartition("/")[2] for n in ([services] if isinstance(services, str) else services)}
+        )
+        if names and all(_LABEL_VALUE(n) for n in names):
+            found["endpointslices"] = {
+                "label_selector": f"{LABEL_SERVICE_NAME} in ({','.join(names)})"
+            }
+            if len(names) == 1:
+                found["services"] = {"field_selector": f"metadata.name={names[0]}"}
+    if isinstance(selector, str) and selector.strip():
+        found.setdefault("services", {})["label_selector"] = selector
+    return found
 
 
 async def open_api_client(

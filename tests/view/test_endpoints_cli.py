@@ -39,7 +39,7 @@ async def run_cli(*args: str) -> tuple[int, str, str]:
 async def test_a_table_by_default() -> None:
     async with run_emulator() as emu:
         populate(emu)
-        code, out, err = await run_cli("--kubeconfig", str(emu.kubeconfig_path))
+        code, out, err = await run_cli("--kubeconfig", str(emu.kubeconfig_path), "-A")
         assert (code, err) == (0, "")
         rows = [line.split() for line in out.splitlines()]
         assert rows[0] == [
@@ -160,7 +160,7 @@ async def test_watch_table_prints_the_view_then_a_line_per_change() -> None:
         populate(emu)
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "endpointslice_operator", "endpoints",
-            "--kubeconfig", str(emu.kubeconfig_path), "--service", "hidden", "--watch",
+            "--kubeconfig", str(emu.kubeconfig_path), "-n", NS, "--service", "hidden", "--watch",
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=_env(),
         )  # fmt: skip
         assert process.stdout is not None
@@ -181,3 +181,105 @@ async def test_watch_table_prints_the_view_then_a_line_per_change() -> None:
         finally:
             process.terminate()
             await process.wait()
+
+
+def _two_webs(emu: Emulator) -> None:
+    """A Service ``web`` (and its slice) in ``default`` and in ``team-b``."""
+    for n, namespace in enumerate(("default", "team-b")):
+        if namespace != "default":
+            emu.store.create_namespace(namespace)
+        emu.store.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": "web", "namespace": namespace},
+                "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80}]},
+            }
+        )
+        emu.store.create(
+            endpoint_slice("web-x", "web", [endpoint(f"10.{n}.0.1")], namespace=namespace)
+        )
+
+
+def _with_context_namespace(emu: Emulator, tmp_path: Path, namespace: str) -> str:
+    """The emulator's kubeconfig with ``namespace`` on its current context."""
+    import yaml
+
+    config = yaml.safe_load(Path(emu.kubeconfig_path).read_text())
+    for context in config["contexts"]:
+        context["context"]["namespace"] = namespace
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
+
+
+def _rows(out: str) -> list[tuple[str, str]]:
+    return [(row.split()[0], row.split()[3]) for row in out.splitlines()[1:]]
+
+
+async def test_namespaces_follow_kubectl_and_two_webs_never_mix(tmp_path: Path) -> None:
+    """Without -n, the kubeconfig context's namespace (else default); -n that one; -A every
+    one; NAME in the namespace in use, NAMESPACE/NAME anywhere. Before, `--service web`
+    searched every namespace and showed both Services named web as one."""
+    async with run_emulator() as emu:
+        _two_webs(emu)
+        plain = str(emu.kubeconfig_path)
+        team_b = _with_context_namespace(emu, tmp_path, "team-b")
+        cases = [
+            ((plain, "--service", "web"), [("default", "10.0.0.1:8080")]),
+            ((team_b, "--service", "web"), [("team-b", "10.1.0.1:8080")]),
+            ((team_b, "-n", "default", "--service", "web"), [("default", "10.0.0.1:8080")]),
+            ((plain, "--service", "team-b/web"), [("team-b", "10.1.0.1:8080")]),
+            ((plain, "-A", "--service", "web"),
+             [("default", "10.0.0.1:8080"), ("team-b", "10.1.0.1:8080")]),
+        ]  # fmt: skip
+        for (kubeconfig, *args), expected in cases:
+            code, out, err = await run_cli("--kubeconfig", kubeconfig, *args)
+            assert (code, err) == (0, ""), args
+            assert _rows(out) == expected, (args, out)
+        code, _, err = await run_cli("--kubeconfig", plain, "-A", "-n", "default")
+        assert code == 2 and "not allowed with argument" in err
+
+
+async def test_named_services_list_only_their_namespace_and_their_own_objects() -> None:
+    """The API server is asked for the namespace in use only, and there for the named Service
+    and its slices (field and label selectors: ``_server_selectors``)."""
+    async with run_emulator() as emu:
+        _two_webs(emu)
+        for i in range(5):
+            emu.store.create(
+                endpoint_slice(f"other-{i}", f"o{i}", [endpoint(f"10.9.0.{i + 1}")],
+                               namespace="default")
+            )  # fmt: skip
+        code, out, _ = await run_cli("--kubeconfig", str(emu.kubeconfig_path), "--service", "web")
+        assert code == 0 and _rows(out) == [("default", "10.0.0.1:8080")]
+        lists = [r for r in emu.requests if r.verb == "list"]
+        assert {(r.resource, r.namespace) for r in lists} == {
+            ("services", "default"),
+            ("endpointslices", "default"),
+        }
+
+
+def test_server_selectors_ask_for_what_the_view_shows() -> None:
+    from endpointslice_operator.view.watch import _server_selectors
+
+    assert _server_selectors(["default/web"], None) == {
+        "endpointslices": {"label_selector": "kubernetes.io/service-name in (web)"},
+        "services": {"field_selector": "metadata.name=web"},
+    }
+    assert _server_selectors(["a/web", "b/api"], "tier=front") == {
+        "endpointslices": {"label_selector": "kubernetes.io/service-name in (api,web)"},
+        "services": {"label_selector": "tier=front"},
+    }
+    assert _server_selectors(None, None) == {}
+    assert _server_selectors(["Not A Name"], None) == {}
+
+
+def test_the_models_label_names_are_the_reconcilers() -> None:
+    from endpointslice_operator.reconciler import labels
+    from endpointslice_operator.view import model
+
+    assert (model.LABEL_SERVICE_NAME, model.LABEL_MANAGED_BY) == (
+        labels.LABEL_SERVICE_NAME,
+        labels.LABEL_MANAGED_BY,
+    )
