@@ -17,6 +17,7 @@ from aiohttp import web
 from endpointslice_operator.testing import eventsview, protobuf, resources, scale, tables
 from endpointslice_operator.testing.errors import ApiError, Cause, bad_request, expired
 from endpointslice_operator.testing.faults import FaultInjector
+from endpointslice_operator.testing.list_options import check_list_options
 from endpointslice_operator.testing.patch import apply_patch
 from endpointslice_operator.testing.query import int_param
 from endpointslice_operator.testing.requestlog import RequestLog, RequestRecord
@@ -167,6 +168,8 @@ class ApiApp:
             failure = self.injector.failure_for(verb, info.plural, info.group, target.name)
             if failure is not None:
                 raise failure
+            if verb in ("list", "watch"):
+                check_list_options(request.query, watch=verb == "watch")
             if verb == "watch":
                 return await self._watch(request, target, record)
             response = await self._dispatch(verb, request, target)

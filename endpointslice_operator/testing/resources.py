@@ -101,7 +101,7 @@ RESOURCES: tuple[ResourceInfo, ...] = (
     ),
     ResourceInfo(
         "", "v1", "services", "service", "Service", True, ("svc",), ("all",),
-        subresources=("status",), name_rule="dns1035", reset_status_on_create=True,
+        subresources=("status",), name_rule="label", reset_status_on_create=True,
     ),
     ResourceInfo(
         "", "v1", "endpoints", "endpoints", "Endpoints", True, ("ep",),

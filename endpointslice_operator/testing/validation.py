@@ -332,8 +332,13 @@ def validate_object_meta(
         causes.extend(invalid_value("metadata.name", name, msg) for msg in check(name))
     generate_name = meta.get("generateName") or ""
     if generate_name and not unchanged("generateName"):
-        # Prefixes may end with a dash (maskTrailingDash in apimachinery).
-        masked = generate_name[:-1] + "a" if generate_name.endswith("-") else generate_name
+        # Prefixes may end with a dash: apimachinery's maskTrailingDash replaces the last two
+        # characters by "a" ("P-" passes as "a"; the generated name is checked on its own).
+        masked = (
+            generate_name[:-2] + "a"
+            if len(generate_name) > 1 and generate_name.endswith("-")
+            else generate_name
+        )
         check = NAME_RULES[name_rule]
         causes.extend(
             invalid_value("metadata.generateName", generate_name, msg) for msg in check(masked)

@@ -236,7 +236,7 @@ async def test_service_validation_and_defaults(client: Client) -> None:
         {
             "apiVersion": "v1",
             "kind": "Service",
-            "metadata": {"name": "1bad"},
+            "metadata": {"name": "bad.name"},  # v1.36: an RFC 1123 label
             "spec": {"ports": [{"port": 80}]},
         },
     )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import aiohttp
@@ -41,6 +41,9 @@ class Step:
     """Repeat the request (up to 30 s) until this holds: for what controllers do eventually."""
     save_uid: str = ""
     """Keep the answered object's uid under this name; later bodies say ``{uid:<name>}``."""
+    save_continue: str = ""
+    """Keep a list's ``metadata.continue`` token under this name; later parameters say
+    ``{continue:<name>}``."""
 
 
 @dataclass
@@ -93,6 +96,13 @@ async def _watch(kube: Kube, step: Step, url: str) -> Result:
 async def run_step(kube: Kube, step: Step, ns: str, saved: dict[str, str] | None = None) -> Result:
     path = step.path.format(ns=ns)
     url = kube.base + path
+    if saved:
+        step = replace(
+            step,
+            params={
+                key: _substitute(value, saved) for key, value in step.params.items()
+            },
+        )
     if step.watch_seconds:
         return await _watch(kube, step, url)
     loop = asyncio.get_running_loop()
@@ -100,7 +110,8 @@ async def run_step(kube: Kube, step: Step, ns: str, saved: dict[str, str] | None
     while True:
         data = None if step.body is None else json.dumps(step.body).replace("{ns}", ns)
         for key, uid in (saved or {}).items():
-            data = None if data is None else data.replace(f"{{uid:{key}}}", uid)
+            if not key.startswith("continue:"):
+                data = None if data is None else data.replace(f"{{uid:{key}}}", uid)
         headers = {"Accept": step.accept}
         if data is not None:
             headers["Content-Type"] = step.content_type
@@ -119,8 +130,19 @@ async def run_step(kube: Kube, step: Step, ns: str, saved: dict[str, str] | None
     reason, causes = _status_parts(body)
     if step.save_uid and saved is not None and isinstance(body, dict):
         saved[step.save_uid] = str((body.get("metadata") or {}).get("uid", ""))
+    if step.save_continue and saved is not None and isinstance(body, dict):
+        saved[f"continue:{step.save_continue}"] = str(
+            (body.get("metadata") or {}).get("continue", "")
+        )
     facts = step.facts(body) if step.facts is not None and 200 <= status < 300 else None
     return Result(status, reason, causes, facts)
+
+
+def _substitute(value: str, saved: dict[str, str]) -> str:
+    for key, token in saved.items():
+        if key.startswith("continue:"):
+            value = value.replace(f"{{{key}}}", token)
+    return value
 
 
 async def run_script(kube: Kube, steps: list[Step], ns: str) -> list[Result]:

@@ -61,6 +61,24 @@ OLDER_SERVERS: dict[str, dict[str, tuple[Row, str]]] = {
             "(`metadata.namespace: Required value`); v1.36 takes the namespace from the URL "
             "and answers the stale resourceVersion (409 Conflict)",
         ),
+        "params continue with watch": (
+            (200, "", (), {"events": ["ADDED", "ADDED", "ADDED"], "error": None}),
+            "v1.24 ignores continue on a watch; v1.36 refuses it (continue is for lists)",
+        ),
+        "params sendInitialEvents on a list": (
+            (200, "", (), None),
+            "v1.24 ignores sendInitialEvents on a list; v1.36 refuses it",
+        ),
+        "params sendInitialEvents without bookmarks": (
+            (422, "Invalid", ("FieldValueForbidden", "FieldValueForbidden"), None),
+            "v1.24 refuses sendInitialEvents on a watch (its WatchList feature is off); v1.36 "
+            "serves it",
+        ),
+        "svc generateName '1web-'": (
+            (422, "Invalid", ("FieldValueInvalid", "FieldValueInvalid"), None),
+            "v1.24 wants Service names to be DNS-1035 labels (a letter first); v1.36 takes "
+            "RFC 1123 labels (a digit first is fine)",
+        ),
         **{
             f"pod status {label}": (
                 (200, "", (), (f'"{ip}"',)),
@@ -160,6 +178,102 @@ EVENT = {
     "count": 1,
     "source": {"component": "conf"},
 }
+
+
+def list_parameter_steps() -> list[Step]:
+    """List and watch parameters that only make sense together, as clients get them wrong."""
+    conf = {"labelSelector": "conf=yes"}
+    watch = {"watch": "true", "timeoutSeconds": "1"}
+    return [
+        Step("params page 1", "GET", SLICES, params={"limit": "1", **conf}, facts=page,
+             save_continue="p1"),
+        Step("params continue same selector", "GET", SLICES,
+             params={"limit": "1", **conf, "continue": "{continue:p1}"}, facts=page),
+        Step("params continue other label selector", "GET", SLICES,
+             params={"limit": "1", "labelSelector": "conf=no", "continue": "{continue:p1}"},
+             facts=page),
+        Step("params continue other field selector", "GET", SLICES,
+             params={"limit": "1", **conf, "fieldSelector": "metadata.name=x",
+                     "continue": "{continue:p1}"}, facts=page),
+        Step("params continue without limit", "GET", SLICES,
+             params={**conf, "continue": "{continue:p1}"}, facts=page),
+        Step("params continue with resourceVersion", "GET", SLICES,
+             params={"limit": "1", **conf, "continue": "{continue:p1}", "resourceVersion": "0"}),
+        Step("params continue with watch", "GET", SLICES,
+             params={**watch, "continue": "{continue:p1}"}, watch_seconds=3),
+        Step("params rvMatch without resourceVersion", "GET", SLICES,
+             params={"resourceVersionMatch": "NotOlderThan"}),
+        Step("params rvMatch Exact at 0", "GET", SLICES,
+             params={"resourceVersionMatch": "Exact", "resourceVersion": "0"}),
+        Step("params rvMatch unknown", "GET", SLICES,
+             params={"resourceVersionMatch": "Sometimes", "resourceVersion": "1"}),
+        Step("params rvMatch NotOlderThan at 0", "GET", SLICES,
+             params={"resourceVersionMatch": "NotOlderThan", "resourceVersion": "0", **conf},
+             facts=item_names),
+        Step("params rvMatch on a watch", "GET", SLICES,
+             params={**watch, **conf, "resourceVersionMatch": "NotOlderThan",
+                     "resourceVersion": "0"}, watch_seconds=3),
+        Step("params limit on a watch", "GET", SLICES, params={**watch, **conf, "limit": "1"},
+             watch_seconds=3),
+        Step("params sendInitialEvents on a list", "GET", SLICES,
+             params={"sendInitialEvents": "true"}),
+        Step("params sendInitialEvents without bookmarks", "GET", SLICES,
+             params={**watch, **conf, "sendInitialEvents": "true",
+                     "resourceVersionMatch": "NotOlderThan"}, watch_seconds=3),
+    ]  # fmt: skip
+
+
+def _generated(body: dict[str, Any], prefix: str) -> dict[str, Any]:
+    metadata = {k: v for k, v in body["metadata"].items() if k != "name"}
+    return {**body, "metadata": {**metadata, "generateName": prefix}}
+
+
+DRY = {"dryRun": "All"}
+
+
+def generate_name_steps() -> list[Step]:
+    """``generateName`` against each kind's own name rules (DNS-1035 label for Services and
+    Namespaces, DNS-1123 subdomain for most others), as dry runs."""
+    plain_pod = {**pod("x"), "metadata": {}}
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {}}
+    cases: list[tuple[str, str, dict[str, Any], str]] = [
+        ("svc", f"{NSP}/services", service("x"), "web."),
+        ("svc", f"{NSP}/services", service("x"), "1web-"),
+        ("svc", f"{NSP}/services", service("x"), "Web-"),
+        ("svc", f"{NSP}/services", service("x"), "w" * 62 + "-"),
+        ("pod", f"{NSP}/pods", plain_pod, "p."),
+        ("pod", f"{NSP}/pods", plain_pod, "P-"),
+        ("pod", f"{NSP}/pods", plain_pod, "p" * 300),
+        ("lease", LEASES, LEASE, "l."),
+        ("slice", SLICES, eps(), "Web-"),
+        ("namespace", "/api/v1/namespaces", namespace, "g."),
+        ("namespace", "/api/v1/namespaces", namespace, "g-"),
+    ]
+    return [
+        Step(f"{kind} generateName {prefix[:12]!r}", "POST", path, _generated(body, prefix),
+             params=DRY, facts=kind_and_name)
+        for kind, path, body, prefix in cases
+    ]  # fmt: skip
+
+
+def terminating_namespace_steps() -> list[Step]:
+    """What a namespace being deleted still accepts: creates of each kind (refused), a dry
+    run, updates (accepted)."""
+    base = "/api/v1/namespaces/{ns}-t"
+    event = {**EVENT, "involvedObject": {**EVENT["involvedObject"], "namespace": "{ns}-t"}}
+    return [
+        Step("ns2 create pod inside", "POST", f"{base}/pods", pod("late")),
+        Step("ns2 create slice inside", "POST",
+             "/apis/discovery.k8s.io/v1/namespaces/{ns}-t/endpointslices", eps()),
+        Step("ns2 create lease inside", "POST",
+             "/apis/coordination.k8s.io/v1/namespaces/{ns}-t/leases", LEASE),
+        Step("ns2 create event inside", "POST", f"{base}/events", event, facts=kind_and_name),
+        Step("ns2 create dry run inside", "POST", f"{base}/services", service("late"),
+             params=DRY),
+        Step("ns2 update inside", "PATCH", f"{base}/pods/held",
+             {"metadata": {"labels": {"late": "yes"}}}, content_type=MERGE,
+             facts=fields("metadata.labels")),
+    ]  # fmt: skip
 
 
 def owned_pair(prefix: str) -> list[Step]:
@@ -310,6 +424,7 @@ def steps() -> list[Step]:
         Step("slice create 2", "POST", SLICES, eps(), facts=kind_and_name),
         Step("slice create 3", "POST", SLICES, eps(), facts=kind_and_name),
         Step("slices page unfiltered", "GET", SLICES, params={"limit": "1"}, facts=page),
+        *list_parameter_steps(),
         Step("slice generateName dash", "POST", SLICES, eps("web--"), facts=kind_and_name),
         Step("slice generateName dot", "POST", SLICES, eps("web."), facts=kind_and_name),
         Step("slice bad addressType", "POST", SLICES, eps(addressType="IPv5")),
@@ -511,6 +626,7 @@ def steps() -> list[Step]:
             retry_until=lambda code, body: not (body.get("metadata") or {}).get("ownerReferences"),
             facts=fields("metadata.ownerReferences", "metadata.finalizers"),
         ),
+        *generate_name_steps(),
         Step("svc delete", "DELETE", f"{NSP}/services/web", facts=fields("kind")),
         Step("svc deleted", "GET", f"{NSP}/services/web"),
         # a namespace being deleted: Terminating while something holds it, creates refused
@@ -537,6 +653,7 @@ def steps() -> list[Step]:
             facts=lambda b: (b["status"]["phase"], terminating_condition(b)),
         ),
         Step("ns2 create inside", "POST", "/api/v1/namespaces/{ns}-t/services", service("late")),
+        *terminating_namespace_steps(),
         Step(
             "ns2 pod terminating",
             "GET",
