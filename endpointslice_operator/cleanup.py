@@ -33,7 +33,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config import ConfigException
 
-from endpointslice_operator.controller.kopf_wiring import (
+from endpointslice_operator.controller.cluster_config import (
     NoClusterError,
     find_cluster,
     load_client_configuration,
