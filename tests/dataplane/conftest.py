@@ -53,14 +53,14 @@ def unavailable() -> str | None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    if not any("dataplane" in item.keywords for item in items):
+    if not any(item.get_closest_marker("dataplane") is not None for item in items):
         return
     reason = unavailable()
     if reason is None:
         return
     skip = pytest.mark.skip(reason=reason)
     for item in items:
-        if "dataplane" in item.keywords:
+        if item.get_closest_marker("dataplane") is not None:
             item.add_marker(skip)
 
 
@@ -137,7 +137,11 @@ def app(dc: DataplaneCluster, request: pytest.FixtureRequest) -> Iterator[App]:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """A failed data-plane test shows the end of the operator's and kube-proxy's logs."""
     report = yield
-    if report.failed and "dataplane" in item.keywords and "dc" in getattr(item, "funcargs", {}):
+    if (
+        report.failed
+        and item.get_closest_marker("dataplane") is not None
+        and "dc" in getattr(item, "funcargs", {})
+    ):
         cluster: DataplaneCluster = item.funcargs["dc"]  # type: ignore[attr-defined]
         for title, path in (
             ("operator log", cluster.operator_log),
