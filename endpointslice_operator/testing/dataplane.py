@@ -570,12 +570,18 @@ class Topology:
                 stdout=stdout if stdout is not None else log,
                 stderr=log,
             )
-        # `ip netns exec` execs the command: the PID is the command's own
-        with (self.state_dir / "pids").open("a") as pids:
-            pids.write(f"{process.pid} {argv[0]}\n")
+        # `ip netns exec NS CMD` execs CMD: the PID and the command line are CMD's own
+        self.remember(process.pid, argv[4] if argv[:3] == ["ip", "netns", "exec"] else argv[0])
         if track:
             self._processes[name] = process
         return process
+
+    def remember(self, pid: int, command: str) -> None:
+        """Record a process of this run (``command``: the start of its command line) for
+        :func:`sweep_stale`, in case the run is killed before :meth:`stop`."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        with (self.state_dir / "pids").open("a") as pids:
+            pids.write(f"{pid} {command}\n")
 
     def _forget(self, pid: int) -> None:
         pids = self.state_dir / "pids"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -71,19 +72,27 @@ class DataplaneCluster:
     # -- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> DataplaneCluster:
+        plane = ControlPlane(assets=self.assets, workdir=self.workdir / "plane", port=free_port())
+        self.plane = plane
+        self.topology = Topology(
+            kube_proxy=self.assets / "kube-proxy",
+            kubeconfig=plane.kubeconfig,
+            api_port=plane.port,
+            workdir=self.workdir / "dataplane",
+            node_name="node-a",
+        )
         try:
-            self.plane = ControlPlane(assets=self.assets, workdir=self.workdir / "plane").start()
+            plane.start()
+            # Recorded with the topology's, for sweep_stale should this run be killed outright.
+            for name, pid in plane.pids.items():
+                self.topology.remember(pid, str(self.assets / name))
             for node, zone in NODES.items():
                 self._node(node, zone)
             self.call("POST", "/api/v1/namespaces", _namespace(self.namespace))
-            self.topology = Topology(
-                kube_proxy=self.assets / "kube-proxy",
-                kubeconfig=self.plane.kubeconfig,
-                api_port=self.plane.port,
-                workdir=self.workdir / "dataplane",
-                node_name="node-a",
-            ).start()
+            self.topology.start()
             self._start_operator()
+            assert self.operator is not None
+            self.topology.remember(self.operator.pid, sys.executable)
         except BaseException:
             self.stop()
             raise
@@ -107,6 +116,8 @@ class DataplaneCluster:
             finally:
                 if self.plane is not None:
                     self.plane.stop()
+                if self.topology is not None:  # the plane's PIDs were recorded there too
+                    shutil.rmtree(self.topology.state_dir, ignore_errors=True)
 
     def __enter__(self) -> DataplaneCluster:
         return self.start()

@@ -11,11 +11,19 @@ kube-proxy names its rules by ``<namespace>/<service>:<port name>`` in ``--comme
 :func:`programmed` turns one dump into :data:`REJECTED` (a REJECT rule), :data:`ABSENT` (no rule
 at all: kube-proxy ignores the Service, or has not seen it yet), or the sorted endpoint IPs. It is
 pure (a string in, a value out), so it is tested on captured dumps without root.
+
+``python -m endpointslice_operator.testing.kube_proxy_rules KEY...``, run inside a node's network
+namespace, polls ``iptables-save`` in a loop and prints one JSON line per change of a key's
+rules, stamped with ``time.monotonic()`` (see :meth:`.dataplane.Topology.watch_rules`).
 """
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
+import time
 from typing import Final
 
 __all__ = ["ABSENT", "REJECTED", "Programmed", "programmed", "service_key"]
@@ -64,11 +72,6 @@ def programmed(dump: str, key: str) -> Programmed:
 def _watch(keys: list[str]) -> None:
     """Poll ``iptables-save`` (in the current network namespace) as fast as it answers and
     print a JSON line ``{"t": <monotonic s>, "key", "rules"}`` whenever a key's rules change."""
-    import json
-    import subprocess
-    import sys
-    import time
-
     last: dict[str, Programmed | None] = dict.fromkeys(keys)
     while True:
         dump = subprocess.run(
@@ -85,6 +88,4 @@ def _watch(keys: list[str]) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover - run inside a node namespace by dataplane.py
-    import sys
-
     _watch(sys.argv[1:])
