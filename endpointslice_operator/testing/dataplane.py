@@ -357,7 +357,7 @@ class Topology:
         self.pods[name] = PodNet(name, ip, index, netns, server)
         deadline = time.monotonic() + wait
         while True:
-            if self.requests(ip, POD_PORT, 1, timeout=1.0) == Counter({name: 1}):
+            if self.requests(ip, POD_PORT, 1, timeout=5.0) == Counter({name: 1}):
                 return ip
             if server.poll() is not None or time.monotonic() > deadline:
                 log = self.log(f"pod-{name}")
@@ -397,7 +397,7 @@ class Topology:
                 )
             time.sleep(0.1)
 
-    def requests(self, host: str, port: int, count: int, timeout: float = 2.0) -> Counter[str]:
+    def requests(self, host: str, port: int, count: int, timeout: float = 10.0) -> Counter[str]:
         """``count`` GETs over fresh connections from the client namespace; the tally of the
         answers (a pod's name, or ``ERR:refused`` / ``ERR:timeout`` / ``ERR:<reason>``)."""
         out = _run(
@@ -427,7 +427,7 @@ class Topology:
             "curl",
             "-sS",
             "--max-time",
-            "2",
+            "10",
             url,
             check=False,
         )

@@ -273,7 +273,7 @@ class DataplaneCluster:
     def wait_rules(self, expect: dict[str, Programmed], timeout: float = 60.0) -> None:
         self.net.wait_rules(expect, timeout)
 
-    def requests(self, key: str, count: int, timeout: float = 2.0) -> Counter[str]:
+    def requests(self, key: str, count: int, timeout: float = 10.0) -> Counter[str]:
         """``count`` GETs to the Service's ClusterIP from the client namespace."""
         return self.net.requests(self.cluster_ip(key), 80, count, timeout)
 
