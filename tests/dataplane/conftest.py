@@ -3,9 +3,9 @@
 Needs root, ``ip netns``, ``iptables-save`` and ``socat``, and ``KUBEBUILDER_ASSETS`` with etcd,
 kube-apiserver, kube-controller-manager and kube-proxy of v1.33 or newer (``trafficDistribution:
 PreferSameZone`` and serving-terminating fallback are what the tests route by). Without any of
-them every ``dataplane`` test is skipped with one reason. The session's :class:`DataplaneCluster`
-is stopped by PID, and its network namespaces deleted by name, at the end of the run, also after
-a failure, Ctrl-C or SIGTERM.
+them every ``dataplane`` test is skipped with one reason. The layer's :class:`DataplaneCluster`
+is stopped by PID, and its network namespaces deleted by name, once its tests have run, also
+after a failure, Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
@@ -68,9 +68,10 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def dc() -> Iterator[DataplaneCluster]:
-    """The run's control plane + operator + kube-proxy topology (about 10 s to start)."""
+    """The layer's control plane + operator + kube-proxy topology (about 10 s to start), shared
+    by its tests and stopped as soon as the last of them has run."""
     assets = assets_dir()
     assert assets is not None
     # SIGTERM (a CI timeout, `kill`) unwinds like Ctrl-C, so the finally below still runs.
