@@ -10,7 +10,8 @@ What the data-plane tests, the ``dataplane`` benchmark area and the data-plane d
 
 It starts etcd, kube-apiserver and kube-controller-manager (:class:`~.controlplane.ControlPlane`,
 whose EndpointSlice controller writes the twin's slices, the reference), Nodes ``node-a``
-(``zone-a``, the node kube-proxy runs as) and ``node-b`` (``zone-b``), the namespace, the
+(``zone-a``, the node kube-proxy runs as), ``node-b`` (``zone-b``) and ``node-c`` (``zone-a``:
+same zone, another node), the namespace, the
 topology with kube-proxy, and ``endpointslice-operator run`` watching that namespace. There is no
 kubelet: pods get their status (IP, Ready) through the ``status`` subresource, as a kubelet
 would write it, and a pod deleted with a grace period stays Terminating until
@@ -45,7 +46,8 @@ __all__ = ["ANNOTATION_PREFIX", "DataplaneCluster"]
 ANNOTATION_PREFIX = "endpointslice-operator.io"
 ENABLED = f"{ANNOTATION_PREFIX}/enabled"
 SELECTOR = f"{ANNOTATION_PREFIX}/selector"
-NODES = {"node-a": "zone-a", "node-b": "zone-b"}
+NODES = {"node-a": "zone-a", "node-b": "zone-b", "node-c": "zone-a"}
+NODE_ADDRESSES = {"node-a": NODE_IP, "node-b": "10.240.0.11", "node-c": "10.240.0.12"}
 TRANSITION = "2026-01-01T00:00:00Z"
 STOP_SECONDS = 20.0
 
@@ -294,7 +296,7 @@ class DataplaneCluster:
             "lastHeartbeatTime": TRANSITION,
             "lastTransitionTime": TRANSITION,
         }
-        address = NODE_IP if name == "node-a" else "10.240.0.11"
+        address = NODE_ADDRESSES[name]
         status = {
             "allocatable": resources,
             "capacity": resources,

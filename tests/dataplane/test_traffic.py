@@ -99,8 +99,9 @@ def test_prefer_same_zone_programs_the_same_zone_local_endpoints(
     dc: DataplaneCluster, app: App
 ) -> None:
     ours, kcm = app.twins(trafficDistribution="PreferSameZone")
-    near = [app.pod("a1"), app.pod("a2")]  # node-a, zone-a: kube-proxy's node
-    far = [app.pod("b1", node="node-b"), app.pod("b2", node="node-b")]  # zone-b
+    # kube-proxy runs as node-a, in zone-a; node-c is in zone-a too, node-b in zone-b.
+    near = [app.pod("a1"), app.pod("c1", node="node-c")]
+    far = [app.pod("b1", node="node-b"), app.pod("b2", node="node-b")]
     dc.wait_rules({ours: app.ips(*near), kcm: app.ips(*near)})
     hints = {
         e["targetRef"]["name"]: e.get("hints")
@@ -117,6 +118,28 @@ def test_prefer_same_zone_programs_the_same_zone_local_endpoints(
     dc.wait_rules({ours: app.ips(*far), kcm: app.ips(*far)})
     for key in (ours, kcm):
         assert answered(dc.requests(key, 40)) == set(far), key
+
+
+def test_prefer_same_node_programs_the_node_local_endpoints(dc: DataplaneCluster, app: App) -> None:
+    ours, kcm = app.twins(trafficDistribution="PreferSameNode")
+    local = [app.pod("a1"), app.pod("a2")]  # on node-a, kube-proxy's node
+    other = [app.pod("c1", node="node-c"), app.pod("b1", node="node-b")]
+    dc.wait_rules({ours: app.ips(*local), kcm: app.ips(*local)})
+    for key in (ours, kcm):
+        assert answered(dc.requests(key, 40)) == set(local), key
+
+    # The node's own endpoints unready: the same zone's (PreferSameNode hints a zone too) ...
+    for pod in local:
+        dc.set_ready(pod, False)
+    same_zone, other_zone = other
+    dc.wait_rules({ours: app.ips(same_zone), kcm: app.ips(same_zone)})
+    for key in (ours, kcm):
+        assert answered(dc.requests(key, 20)) == {same_zone}, key
+    # ... and none there either: the rest of the cluster's.
+    dc.set_ready(same_zone, False)
+    dc.wait_rules({ours: app.ips(other_zone), kcm: app.ips(other_zone)})
+    for key in (ours, kcm):
+        assert answered(dc.requests(key, 20)) == {other_zone}, key
 
 
 def test_opting_out_rejects_the_cluster_ip_while_the_twin_keeps_working(
