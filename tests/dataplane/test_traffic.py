@@ -120,6 +120,34 @@ def test_prefer_same_zone_programs_the_same_zone_local_endpoints(
         assert answered(dc.requests(key, 40)) == set(far), key
 
 
+def test_traffic_distribution_set_and_removed_on_unchanged_pods(
+    dc: DataplaneCluster, app: App
+) -> None:
+    """Hints added to, then stripped from, slices whose endpoints do not change (each sync of
+    that kind once failed on kube-apiserver v1.36, and kube-proxy kept routing across zones)."""
+    ours, kcm = app.twins()
+    near = [app.pod("a1"), app.pod("c1", node="node-c")]
+    far = [app.pod("b1", node="node-b")]
+    every = app.ips(*near, *far)
+    dc.wait_rules({ours: every, kcm: every})
+    for key in (ours, kcm):
+        name = key.split("/", 1)[1].split(":", 1)[0]
+        dc.call(
+            "PATCH",
+            dc.ns_path("services", name),
+            {"spec": {"trafficDistribution": "PreferSameZone"}},
+        )
+    dc.wait_rules({ours: app.ips(*near), kcm: app.ips(*near)})
+    for key in (ours, kcm):
+        assert answered(dc.requests(key, 40)) == set(near), key
+    for key in (ours, kcm):
+        name = key.split("/", 1)[1].split(":", 1)[0]
+        dc.call("PATCH", dc.ns_path("services", name), {"spec": {"trafficDistribution": None}})
+    dc.wait_rules({ours: every, kcm: every})
+    for key in (ours, kcm):
+        assert answered(dc.requests(key, 60)) == set(near + far), key
+
+
 def test_prefer_same_node_programs_the_node_local_endpoints(dc: DataplaneCluster, app: App) -> None:
     ours, kcm = app.twins(trafficDistribution="PreferSameNode")
     local = [app.pod("a1"), app.pod("a2")]  # on node-a, kube-proxy's node
