@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shutil
 import signal
 import tempfile
 from collections.abc import Iterator
@@ -69,14 +70,16 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 @pytest.fixture(scope="package")
-def dc() -> Iterator[DataplaneCluster]:
+def dc(request: pytest.FixtureRequest) -> Iterator[DataplaneCluster]:
     """The layer's control plane + operator + kube-proxy topology (about 10 s to start), shared
     by its tests and stopped as soon as the last of them has run."""
     assets = assets_dir()
     assert assets is not None
     # SIGTERM (a CI timeout, `kill`) unwinds like Ctrl-C, so the finally below still runs.
     previous = signal.signal(signal.SIGTERM, _interrupt)
-    cluster = DataplaneCluster(assets=assets, workdir=Path(tempfile.mkdtemp(prefix="eso-dp-")))
+    workdir = Path(tempfile.mkdtemp(prefix="eso-dp-"))
+    cluster = DataplaneCluster(assets=assets, workdir=workdir)
+    failed = request.session.testsfailed
     try:
         cluster.start()
         yield cluster
@@ -85,6 +88,9 @@ def dc() -> Iterator[DataplaneCluster]:
             cluster.stop()
         finally:
             signal.signal(signal.SIGTERM, previous)
+        # The logs (operator, kube-proxy, control plane) stay for a run with failures.
+        if request.session.testsfailed == failed:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 class App:
