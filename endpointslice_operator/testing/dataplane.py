@@ -150,6 +150,22 @@ def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return result
 
 
+def _in(netns: str, *argv: str) -> list[str]:
+    """``argv`` run inside ``netns`` (``ip netns exec`` execs it: the PID is its own)."""
+    return ["ip", "netns", "exec", netns, *argv]
+
+
+def _python(script: str, *args: str) -> list[str]:
+    """This interpreter running ``script`` (standard library only: ``-I -S``)."""
+    return [sys.executable, "-I", "-S", "-c", script, *args]
+
+
+def _veth(netns: str, name: str, peer_netns: str) -> None:
+    """A veth ``name`` in ``netns`` whose peer is ``eth0`` in ``peer_netns``."""
+    _run("ip", "-n", netns, "link", "add", name, "type", "veth", "peer", "name", "eth0",
+         "netns", peer_netns)  # fmt: skip
+
+
 def _netns_names() -> list[str]:
     out = _run("ip", "netns", "list", check=False).stdout
     return [line.split()[0] for line in out.splitlines() if line.strip()]
@@ -315,21 +331,7 @@ class Topology:
         netns, ip, link = f"{self.prefix}-p{index}", f"10.244.1.{index}", f"p{index}"
         self._add_netns(netns)
         node = self.node_netns
-        _run(
-            "ip",
-            "-n",
-            node,
-            "link",
-            "add",
-            link,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "eth0",
-            "netns",
-            netns,
-        )
+        _veth(node, link, netns)
         _run("ip", "-n", node, "addr", "add", f"{POD_GATEWAY}/32", "dev", link)
         _run("ip", "-n", node, "link", "set", link, "up")
         _run("ip", "-n", node, "route", "add", f"{ip}/32", "dev", link, "src", POD_GATEWAY)
@@ -339,19 +341,7 @@ class Topology:
         _run("ip", "-n", netns, "route", "add", "default", "via", POD_GATEWAY, "dev", "eth0")
         server = self._spawn(
             f"pod-{name}",
-            [
-                "ip",
-                "netns",
-                "exec",
-                netns,
-                sys.executable,
-                "-I",
-                "-S",
-                "-c",
-                _POD_SERVER,
-                name,
-                str(POD_PORT),
-            ],
+            _in(netns, *_python(_POD_SERVER, name, str(POD_PORT))),
             track=False,
         )
         self.pods[name] = PodNet(name, ip, index, netns, server)
@@ -376,7 +366,7 @@ class Topology:
     # -- observing -------------------------------------------------------------------------------
 
     def iptables_save(self) -> str:
-        return _run("ip", "netns", "exec", self.node_netns, "iptables-save").stdout
+        return _run(*_in(self.node_netns, "iptables-save")).stdout
 
     def rules(self, key: str) -> Programmed:
         """What kube-proxy programs for Service port ``key`` (``ns/name:port``)."""
@@ -400,37 +390,13 @@ class Topology:
     def requests(self, host: str, port: int, count: int, timeout: float = 10.0) -> Counter[str]:
         """``count`` GETs over fresh connections from the client namespace; the tally of the
         answers (a pod's name, or ``ERR:refused`` / ``ERR:timeout`` / ``ERR:<reason>``)."""
-        out = _run(
-            "ip",
-            "netns",
-            "exec",
-            self.client_netns,
-            sys.executable,
-            "-I",
-            "-S",
-            "-c",
-            _PROBE,
-            host,
-            str(port),
-            str(count),
-            str(timeout),
-        ).stdout
+        probe = _python(_PROBE, host, str(port), str(count), str(timeout))
+        out = _run(*_in(self.client_netns, *probe)).stdout
         return Counter(json.loads(out))
 
     def curl(self, url: str) -> str:
         """One ``curl`` from the client namespace (for people watching a demo)."""
-        result = _run(
-            "ip",
-            "netns",
-            "exec",
-            self.client_netns,
-            "curl",
-            "-sS",
-            "--max-time",
-            "10",
-            url,
-            check=False,
-        )
+        result = _run(*_in(self.client_netns, "curl", "-sS", "--max-time", "10", url), check=False)
         return (result.stdout or result.stderr).strip()
 
     def watch_rules(self, keys: Iterable[str]) -> RulesWatch:
@@ -438,16 +404,7 @@ class Topology:
         reports each change of what ``keys`` are programmed to, with its monotonic time."""
         process = self._spawn(
             f"rules-watch-{len(self._processes)}",
-            [
-                "ip",
-                "netns",
-                "exec",
-                self.node_netns,
-                sys.executable,
-                "-m",
-                "endpointslice_operator.testing.kube_proxy_rules",
-                *keys,
-            ],
+            _in(self.node_netns, sys.executable, "-m", f"{__package__}.kube_proxy_rules", *keys),
             stdout=subprocess.PIPE,
         )
         return RulesWatch(process, self)
@@ -471,27 +428,13 @@ class Topology:
         _run("ip", "-n", node, "route", "add", SERVICE_CIDR, "dev", "node0", "src", NODE_IP)
         # In the node namespace only: forward between the client and the pods; answer every
         # rejected connection with an ICMP error (the kernel rate-limits them by default).
-        _run("ip", "netns", "exec", node, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-        _run("ip", "netns", "exec", node, "sysctl", "-qw", "net.ipv4.icmp_ratelimit=0")
+        _run(*_in(node, "sysctl"), "-qw", "net.ipv4.ip_forward=1")
+        _run(*_in(node, "sysctl"), "-qw", "net.ipv4.icmp_ratelimit=0")
 
     def _client(self) -> None:
         client, node = self.client_netns, self.node_netns
         self._add_netns(client)
-        _run(
-            "ip",
-            "-n",
-            node,
-            "link",
-            "add",
-            "cl0",
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "eth0",
-            "netns",
-            client,
-        )
+        _veth(node, "cl0", client)
         _run("ip", "-n", node, "addr", "add", f"{CLIENT_GATEWAY}/24", "dev", "cl0")
         _run("ip", "-n", node, "link", "set", "cl0", "up")
         _run("ip", "-n", client, "addr", "add", f"{CLIENT_IP}/24", "dev", "eth0")
@@ -508,24 +451,18 @@ class Topology:
         )
         self._spawn(
             "socat-node",
-            [
-                "ip",
-                "netns",
-                "exec",
+            _in(
                 self.node_netns,
                 "socat",
                 f"TCP-LISTEN:{self.api_port},bind=127.0.0.1,reuseaddr,fork",
                 f"UNIX-CONNECT:{sock}",
-            ],
+            ),
         )
 
     def _start_kube_proxy(self, timeout: float = 60.0) -> None:
         process = self._spawn(
             "kube-proxy",
-            [
-                "ip",
-                "netns",
-                "exec",
+            _in(
                 self.node_netns,
                 str(self.kube_proxy),
                 f"--kubeconfig={self.kubeconfig}",
@@ -544,7 +481,7 @@ class Topology:
                 "--healthz-bind-address=127.0.0.1:10256",
                 "--v=2",
                 *self.kube_proxy_args,
-            ],
+            ),
         )
         # Synced once it programs the API server's own Service.
         deadline = time.monotonic() + timeout
@@ -571,7 +508,7 @@ class Topology:
                 stderr=log,
             )
         # `ip netns exec NS CMD` execs CMD: the PID and the command line are CMD's own
-        self.remember(process.pid, argv[4] if argv[:3] == ["ip", "netns", "exec"] else argv[0])
+        self.remember(process.pid, argv[4] if argv[:3] == _in("")[:3] else argv[0])
         if track:
             self._processes[name] = process
         return process
