@@ -172,13 +172,18 @@ def _netns_names() -> list[str]:
 
 
 def _alive(pid: int) -> bool:
+    """The process exists and has not exited (a zombie waiting for its parent has)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def _cmdline(pid: int) -> str:
