@@ -99,9 +99,7 @@ async def run_step(kube: Kube, step: Step, ns: str, saved: dict[str, str] | None
     if saved:
         step = replace(
             step,
-            params={
-                key: _substitute(value, saved) for key, value in step.params.items()
-            },
+            params={key: _substitute(value, saved) for key, value in step.params.items()},
         )
     if step.watch_seconds:
         return await _watch(kube, step, url)
