@@ -129,6 +129,7 @@ class LeaderElector:
         metrics: OperatorMetrics | None = None,
         wall_clock: Callable[[], datetime] | None = None,
         rng: random.Random | None = None,
+        may_release: Callable[[], bool] | None = None,
     ) -> None:
         # client-go's config validation
         if lease_duration <= renew_deadline:
@@ -148,6 +149,9 @@ class LeaderElector:
         self._metrics = metrics
         self._wall_clock = wall_clock or (lambda: datetime.now(UTC))
         self._rng = rng or random.Random()
+        self._may_release = may_release
+        """Asked before releasing: False leaves the Lease to expire (the operator's state was
+        reset, and a write from this term would reach a state that never knew it)."""
 
         self._observed: LeaseRecord | None = None  # last record seen or written
         self._observed_at = 0.0  # loop time when _observed last changed
@@ -411,6 +415,11 @@ class LeaderElector:
         Idempotent; does nothing (and returns True) when the Lease is not ours.
         """
         if not self._holds_lease() or self._observed is None:
+            return True
+        if self._may_release is not None and not self._may_release():
+            logger.info(
+                "Leaving the Lease %s/%s to expire (not released)", self.namespace, self.name
+            )
             return True
         now_wall = _micro_time(self._wall_clock())
         record = LeaseRecord("", 1, now_wall, now_wall, self._observed.transitions)
