@@ -1,5 +1,6 @@
-"""An etcd copy restored under load: no write and no Event from the old state reaches the
-restored cluster (issue 28, items 2 and 6).
+"""A kube-apiserver killed mid-watch, and an etcd copy restored under load (issue 28, items 6
+and 2): a watch resumes from the last version it delivered, and no write and no Event from the
+old state reaches the restored cluster.
 
 The operator syncs a Service whose pods keep changing (readiness flips from the test, pods
 added and deleted) when a copy of etcd is taken (a clean stop of the control plane, the data
@@ -35,11 +36,14 @@ from typing import Any
 
 import pytest
 
+from endpointslice_operator.controller.api_client import OperatorApiClient
+from endpointslice_operator.controller.list_watch import ListWatcher
 from endpointslice_operator.testing.controlplane import ControlPlane
 from tests.realcluster import objects as o
 from tests.realcluster.conftest import assets_dir
 from tests.realcluster.kube import Kube, eventually
 from tests.realcluster.operator_process import OperatorProcess, running
+from tests.realcluster.test_write_path import load as load_configuration
 
 pytestmark = pytest.mark.realcluster
 
@@ -56,6 +60,11 @@ AUDIT_POLICY = {
                 {"group": "discovery.k8s.io", "resources": ["endpointslices"]},
                 {"group": "", "resources": ["endpoints", "events"]},
             ],
+        },
+        {
+            "level": "Metadata",
+            "verbs": ["watch"],
+            "resources": [{"group": "", "resources": ["pods"]}],
         },
         {"level": "None"},
     ],
@@ -283,3 +292,84 @@ async def test_no_write_or_event_from_the_old_state_reaches_a_restored_cluster(
         )
         assert stale == [], "\n".join(stale)
         assert writes, "the operator wrote nothing to the restored cluster: the test saw nothing"
+
+
+async def test_a_watch_cut_by_a_killed_kube_apiserver_resumes_from_the_last_version(
+    plane: ControlPlane,
+) -> None:
+    """client-go's reflector semantics on a real server: the watch that a SIGKILLed
+    kube-apiserver cut mid-stream asks the restarted one for the last version it delivered
+    (read from the server's audit log), never for the one it started at; no event twice."""
+    async with await Kube.load(plane.kubeconfig) as kube:
+        await kube.create(
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+        )
+        await o.node(kube, "node-a", "zone-a")
+        await o.pod(kube, NS, "p-0", "10.1.0.1", labels={"app": "p"})
+    delivered: list[tuple[str | None, str, str]] = []
+
+    def handler(event_type: str | None, obj: Any) -> None:
+        metadata = obj["metadata"]
+        delivered.append((event_type, metadata["name"], metadata["resourceVersion"]))
+
+    configuration = await load_configuration(plane.kubeconfig)
+    async with OperatorApiClient(configuration) as api:
+        watcher = ListWatcher(api, "pods", handler, namespaces=[NS], backoff=0.5)
+        task = asyncio.create_task(watcher.run())
+        try:
+
+            async def listed() -> bool:
+                assert watcher.listings == 1
+                return True
+
+            await eventually(listed, timeout=30)
+            async with await Kube.load(plane.kubeconfig) as kube:
+                for flip in range(6):  # events in the stream after the version it started at
+                    await o.set_ready(kube, NS, "p-0", flip % 2 == 1)
+
+            async def streamed() -> bool:
+                assert len([e for e in delivered if e[0] == "MODIFIED"]) == 6, delivered
+                return True
+
+            await eventually(streamed, timeout=30)
+            last = delivered[-1][2]
+            started_at = delivered[0][2]
+            assert int(last) > int(started_at)
+            mark = audit_size(plane)
+            await asyncio.to_thread(kill_apiserver, plane)
+            await asyncio.to_thread(plane.restart)
+
+            def resumed_at() -> list[str]:
+                versions = []
+                for entry in audit_entries(plane, mark):
+                    uri = str(entry.get("requestURI", ""))
+                    if entry.get("verb") == "watch" and f"/namespaces/{NS}/pods" in uri:
+                        query = dict(
+                            part.split("=", 1) for part in uri.partition("?")[2].split("&")
+                        )
+                        versions.append(query.get("resourceVersion", ""))
+                return versions
+
+            async def resumed() -> list[str]:
+                versions = resumed_at()
+                assert versions, "no watch of pods reached the restarted kube-apiserver yet"
+                return versions
+
+            versions = await eventually(resumed, timeout=60)
+            # The first watch after the kill asks for the last version delivered.
+            assert versions[0] == last, (versions, last, started_at)
+            async with await Kube.load(plane.kubeconfig) as kube:
+                await o.pod(kube, NS, "p-1", "10.1.0.2", labels={"app": "p"})
+
+            async def followed() -> bool:
+                assert any(e[1] == "p-1" and e[0] in ("ADDED", None) for e in delivered)
+                return True
+
+            await eventually(followed, timeout=60)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    typed = [e for e in delivered if e[0] is not None]
+    assert len(typed) == len(set(typed)), f"an event was delivered twice: {typed}"
