@@ -21,7 +21,8 @@ Kopf. Each event goes straight to the router, with Kopf's conventions:
 * ``410 Gone`` (on a watch or in its stream, or an expired ``continue`` token) means the
   version is too old, and ``ResourceVersionTooLarge`` that the server is behind it (its state
   was reset): list again (at once, unless the last listing is less than ``backoff`` seconds
-  old). Other failures are retried after ``backoff`` seconds.
+  old). Other failures are retried after ``backoff`` seconds, logged once per cause with a
+  count (:class:`~endpointslice_operator.retry_log.RetryLog`), not once per attempt.
 * every resourceVersion delivered goes into the shared :class:`~.reset.Watermark`; a listing
   whose resourceVersion is below the one this watch had reached, or a resumed watch that
   answers with an event older than the version it resumed from, calls ``on_reset`` (see
@@ -49,6 +50,7 @@ from endpointslice_operator.controller.reset import (
     parse_version,
 )
 from endpointslice_operator.controller.writer import ApiError, raise_for_status
+from endpointslice_operator.retry_log import RetryLog
 
 __all__ = ["KINDS", "ListWatcher"]
 
@@ -173,6 +175,7 @@ class ListWatcher:
 
     async def _run_scope(self, namespace: str | None) -> None:
         loop = asyncio.get_running_loop()
+        retries = RetryLog(log, f"{self.kind} watch in {namespace or 'all namespaces'}")
         position: _Position | None = None
         listed_at = -float("inf")
         while True:
@@ -182,8 +185,9 @@ class ListWatcher:
                     # A listing is a consistent read: never behind anything served before it.
                     seen = self._watermark.value
                     position = _Position(await self._list(namespace))
+                    retries.succeeded()
                     self._check_listing(namespace, seen, position.version)
-                await self._watch(namespace, position)
+                await self._watch(namespace, position, retries)
             except _Expired as expired:
                 log.debug(
                     "%s watch in %s: version expired, listing again", self.kind, namespace or "*"
@@ -198,7 +202,8 @@ class ListWatcher:
                 if self._fail_fast and not self.listings:
                     raise
                 # Resumed from ``position``: the last version delivered, wherever it broke.
-                log.warning("%s watch in %s failed, retrying: %s", self.kind, namespace or "*", exc)
+                # One line per cause of failures, with a count (not one per attempt).
+                retries.failed(exc)
                 self._suspect(f"{self.kind} watch failed: {exc}")
                 await asyncio.sleep(self._backoff)
 
@@ -249,7 +254,7 @@ class ListWatcher:
                 return str(metadata.get("resourceVersion") or "")
             await asyncio.sleep(0)  # let the rest of the operator run between pages
 
-    async def _watch(self, namespace: str | None, position: _Position) -> None:
+    async def _watch(self, namespace: str | None, position: _Position, retries: RetryLog) -> None:
         """One watch request from ``position``, which follows every version delivered (so
         that it is where to resume however the request ends)."""
         start = position.version
@@ -270,6 +275,7 @@ class ListWatcher:
                 if _must_relist(exc.status, exc.body):
                     raise _Expired(is_too_large_resource_version(exc.body)) from exc
                 raise
+        retries.succeeded()
         floor = parse_version(start)
         try:
             async for line in response.content:

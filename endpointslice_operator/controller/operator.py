@@ -36,6 +36,7 @@ import socket
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
+import aiohttp
 import kopf
 from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api, DiscoveryV1Api
 
@@ -44,7 +45,7 @@ from endpointslice_operator.controller.api_client import OperatorApiClient, reso
 from endpointslice_operator.controller.budget import WriteBudget
 from endpointslice_operator.controller.claim_watch import watch_claims
 from endpointslice_operator.controller.endpoints_index import LABEL_MANAGED_BY, EndpointsIndex
-from endpointslice_operator.controller.endpoints_sync import EndpointsSyncer
+from endpointslice_operator.controller.endpoints_sync import EndpointsSyncer, EndpointsSyncError
 from endpointslice_operator.controller.endpoints_writer import EndpointsWriter
 from endpointslice_operator.controller.events import EventRecorder
 from endpointslice_operator.controller.handlers import EventRouter, register_handlers
@@ -59,17 +60,18 @@ from endpointslice_operator.controller.kopf_wiring import (
 )
 from endpointslice_operator.controller.leader import LeaderElector
 from endpointslice_operator.controller.list_watch import KINDS, ListWatcher
-from endpointslice_operator.controller.mirroring import MirroringSyncer
+from endpointslice_operator.controller.mirroring import MirroringSyncer, MirroringSyncError
 from endpointslice_operator.controller.networks import NetworkAnnotations
 from endpointslice_operator.controller.queue import ServiceQueue
 from endpointslice_operator.controller.reset import (
     RESET_PROBE_INTERVAL,
     SUSPECT_PROBE_INTERVAL,
+    StateReset,
     Watermark,
     WriteFence,
 )
 from endpointslice_operator.controller.summary import run_summaries
-from endpointslice_operator.controller.sync import ServiceSyncer
+from endpointslice_operator.controller.sync import ServiceSyncer, SyncError
 from endpointslice_operator.controller.writer import ApiError, SliceWriter, raise_for_status
 from endpointslice_operator.metrics import OperatorMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
@@ -732,8 +734,19 @@ class Operator:
             workers=self.settings.workers,
             qps=self.settings.qps,
             burst=self.settings.burst,
-            # Waiting for our own writes' watch echo is not a failure (see queue.py).
-            wait_errors=(StaleInformerCache,),
+            # Waiting for our own writes' watch echo is not a failure (see queue.py), nor a
+            # write refused after a reset (the queue is being dropped).
+            wait_errors=(StaleInformerCache, StateReset),
+            # Anything else is a bug: logged with its traceback (see queue.py).
+            expected_errors=(
+                SyncError,
+                MirroringSyncError,
+                EndpointsSyncError,
+                ApiError,
+                aiohttp.ClientError,
+                OSError,
+                TimeoutError,
+            ),
             metrics=self.metrics.workqueue,
         )
         self.queue = queue
