@@ -661,7 +661,7 @@ class Operator:
                 await asyncio.sleep(SUSPECT_PROBE_INTERVAL)
             else:
                 await fence.wait_for_suspicion(RESET_PROBE_INTERVAL)
-            seen, suspicions = watermark.value, fence.suspicions
+            seen = watermark.value
             try:
                 if namespaces:
                     call = discovery.list_namespaced_endpoint_slice(
@@ -680,7 +680,7 @@ class Operator:
                     # Answered, but unreadable: the watches (which need the same permission)
                     # report it; holding the writes on it would only stop the operator.
                     log.debug("resourceVersion probe refused: %s", exc)
-                    fence.verified(suspicions)
+                    fence.verified()
                 else:
                     log.debug("resourceVersion probe failed: %s", exc)
                 continue
@@ -695,7 +695,7 @@ class Operator:
                 return
             if fence.suspected:
                 log.debug("the server is at resourceVersion %s: writes go again", current)
-            fence.verified(suspicions)
+            fence.verified()
 
     # -- leadership and workers -------------------------------------------------------------
 

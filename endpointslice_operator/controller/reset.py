@@ -131,7 +131,7 @@ class WriteFence:
         self._open.set()
         self._wanted = asyncio.Event()
         self.suspicions = 0
-        """How many times a reset was suspected (a probe verifies those before it began)."""
+        """How many times a reset was suspected (for tests and logs)."""
         self.held_writes = 0
         """Writes that had to wait for a probe's verdict (for tests and logs)."""
 
@@ -150,11 +150,13 @@ class WriteFence:
         self._open.clear()
         self._wanted.set()
 
-    def verified(self, suspicions: int | None = None) -> None:
-        """The server is at or above the watermark: the writes may go. With ``suspicions``
-        (the count when the probe was sent), only if no new suspicion came meanwhile."""
-        if suspicions is not None and suspicions != self.suspicions:
-            return
+    def verified(self) -> None:
+        """The server is at or above the watermark: the writes may go.
+
+        Also when another suspicion came while the probe was in flight: the answer came from a
+        live server after the first one, and a restore takes seconds (the server or etcd away),
+        far longer than a probe. Waiting for a probe undisturbed by any new suspicion could
+        hold the writes for good while watches keep being cut (a load balancer's habit)."""
         self.suspicion = None
         self._wanted.clear()
         self._open.set()
