@@ -269,3 +269,25 @@ def test_generic_desired_endpoints_built_by_hand() -> None:
     assert [e["conditions"]["ready"] for e in create["endpoints"]] == [False, True, True]
     with pytest.raises(ValueError, match="IPv6"):
         desired.add("IPv6", None, {"addresses": ["2001:db8::1"]})
+
+
+@pytest.mark.parametrize("topology_hints", [False, True])
+def test_stale_hints_are_stripped_when_neither_hints_nor_traffic_distribution_apply(
+    topology_hints: bool,
+) -> None:
+    """A slice carrying hints (left by an earlier Auto annotation or trafficDistribution), for
+    a Service with neither now: one update, without the hints (upstream's
+    ``RemoveHintsFromSlices`` when trafficDistribution does not apply either)."""
+    pods = [new_pod(i, NS, True, 1, False) for i in range(3)]
+    svc, h = _converged(pods, topology_hints=topology_hints)
+    (existing,) = h.client.list()
+    stale = copy.deepcopy(existing)
+    for endpoint in stale["endpoints"]:
+        endpoint["hints"] = {"forZones": [{"name": "zone-a"}]}
+    plan = h.reconcile(svc, pods, [stale])
+    (update,) = plan.updates
+    assert plan.creates == [] and plan.deletes == []
+    assert update["metadata"]["name"] == existing["metadata"]["name"]
+    assert all("hints" not in endpoint for endpoint in update["endpoints"])
+    # Written without hints, the next sync has nothing to change.
+    assert h.reconcile(svc, pods, h.client.list()).updates == []

@@ -7,6 +7,7 @@ import ipaddress
 import json
 import tracemalloc
 from datetime import UTC, datetime, timedelta, timezone
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -419,3 +420,17 @@ def test_pod_dicts_are_read_through_the_shared_cache() -> None:
     record = as_pod_record(pod)
     assert as_pod_record(pod) is record is SHARED_RECORD_CACHE.record(pod)
     assert as_pod_record(record) is record
+
+
+def test_a_pod_given_as_any_mapping_is_read_like_a_dict() -> None:
+    """The types allow any ``Mapping`` for a pod (a read-only view, an informer's frozen
+    object), not only a dict: it is read, never rejected as "not an object"."""
+    service = {"metadata": {"name": "s", "namespace": "ns"}, "spec": {"ports": [{"port": 80}]}}
+    pod = _pod(podIPs=[{"ip": "10.0.0.9"}])
+    nodes = [{"metadata": {"name": "n", "labels": {}}}]
+    as_dict = desired_from_service_pods(service, [pod], nodes)
+    as_view = desired_from_service_pods(service, [MappingProxyType(pod)], nodes)
+    assert as_view.errors == as_dict.errors == []
+    assert as_view.groups == as_dict.groups
+    (group,) = as_view.groups["IPv4"].values()
+    assert [key[0] for key in group.endpoints] == [("10.0.0.9",)]

@@ -17,7 +17,7 @@ from endpointslice_operator.view import (
     ServiceFilter,
     ServicePortKey,
 )
-from endpointslice_operator.view.model import address_sort_key
+from endpointslice_operator.view.model import address_sort_key, parse_service
 from tests.view.objects import KCM, NS, OURS, endpoint, endpoint_slice, service
 
 
@@ -339,7 +339,8 @@ def test_gather_one_record_per_service_port_with_sorted_addresses() -> None:
 @pytest.mark.parametrize("seed", range(8))
 def test_incremental_view_equals_a_view_built_from_scratch(seed: int) -> None:
     """Random slice updates and deletions and Service port changes, in random order: the
-    changes add up to the view, and the view equals one fed only the final objects."""
+    changes add up to the view, and after every step the view equals one built from scratch
+    from the objects of that moment."""
     rng = random.Random(seed)
     policy = rng.choice(["ready", "serving", "all"])
     view = EndpointView(policy=policy)  # type: ignore[arg-type]
@@ -399,12 +400,14 @@ def test_incremental_view_equals_a_view_built_from_scratch(seed: int) -> None:
             for port_key, values in expected.items()
             for ordered in [sorted(values, key=lambda e: address_sort_key(e.address))]
         }
-    fresh = EndpointView(policy=policy)  # type: ignore[arg-type]
-    for obj in reversed(list(slices.values())):
-        fresh.apply_slice(obj)
-    for obj in services.values():
-        fresh.apply_service(obj)
-    assert fresh.current == view.current
+        # At every step, not only at the end: a candidate lost on the way (an address in
+        # three slices, one of them gone) only shows once it should win.
+        fresh = EndpointView(policy=policy)  # type: ignore[arg-type]
+        for obj in reversed(list(slices.values())):
+            fresh.apply_slice(obj)
+        for obj in services.values():
+            fresh.apply_service(obj)
+        assert fresh.current == view.current, step
     assert busy > 50  # the view was not empty most of the time: something was compared
 
 
@@ -427,3 +430,26 @@ def test_gather_in_bulk_and_one_by_one_agree() -> None:
     changes = view.apply_slice(endpoint_slice("a", "web", [endpoint(a) for a in addresses[1:]]))
     assert bulk.feed(changes) == single.feed(changes)
     assert bulk.snapshot() == single.snapshot()
+
+
+def test_service_filter_selects_only_within_its_namespace_and_names() -> None:
+    """``ServiceFilter.selects`` is public: it is False for a Service outside the filter, even
+    one the rest of the filter (selector, annotation) would take."""
+    web = parse_service(service("web", annotated=True, labels={"tier": "front"}))
+    other = parse_service(service("web", annotated=True, namespace="other"))
+    db = parse_service(service("db", annotated=True, labels={"tier": "front"}))
+    assert web is not None and other is not None and db is not None
+    front = parse_selector("tier=front")
+    assert ServiceFilter(namespace=NS).selects(web)
+    assert not ServiceFilter(namespace=NS).selects(other)
+    assert not ServiceFilter(namespace=NS, selector=front).selects(other)
+    assert ServiceFilter(services=frozenset({"web"}), selector=front).selects(web)
+    assert not ServiceFilter(services=frozenset({"web"}), selector=front).selects(db)
+    assert not ServiceFilter(services=frozenset({f"{NS}/db"})).selects(web)
+    assert ServiceFilter(services=frozenset({f"{NS}/db"})).selects(db)
+    # The annotation decides only when neither names nor a selector are given.
+    plain = parse_service(service("web", annotated=False))
+    assert plain is not None
+    assert not ServiceFilter().selects(plain)
+    assert ServiceFilter().selects(web)
+    assert ServiceFilter(services=frozenset({"web"})).selects(plain)
