@@ -9,7 +9,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test venv lint typecheck bench clean demo manifests
+.PHONY: run test venv lint typecheck bench clean demo manifests mutate
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,11 @@ bench: $(STAMP)
 
 manifests: $(STAMP)
 	$(BIN)/python -m scripts.render_manifests
+
+# Mutation testing (a developer tool, not part of `make test`: CPU heavy, minutes per module).
+# MODULES="endpointslice_operator/view/merge.py ..." limits it; see docs/testing.md.
+mutate: $(STAMP)
+	$(BIN)/python -m scripts.mutate $(MODULES)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis build dist

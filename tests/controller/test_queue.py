@@ -572,3 +572,49 @@ async def test_a_worker_cancelled_after_being_woken_passes_the_wake_up_on() -> N
         await first
     assert await asyncio.wait_for(second, timeout=1) == "ns/a"
     assert queue.processing == 1
+
+
+def test_token_bucket_refills_by_the_time_elapsed_not_the_clock_reading() -> None:
+    """A loop clock far from 0: the refill is (now - last) * qps."""
+    bucket = TokenBucket(qps=1, burst=2)
+    assert bucket.reserve(1000.0) == 0.0
+    assert bucket.reserve(1000.0) == 0.0
+    assert bucket.available(1000.5) == pytest.approx(0.5)
+    assert bucket.reserve(1000.5) == pytest.approx(0.5)  # the token is 0.5 s away
+
+
+def test_token_bucket_reserve_is_zero_while_a_token_is_there() -> None:
+    bucket = TokenBucket(qps=2, burst=3)
+    assert [bucket.reserve(0.0) for _ in range(3)] == [0.0, 0.0, 0.0]
+    bucket = TokenBucket(qps=1, burst=1)
+    bucket.reserve(0.0)
+    assert bucket.available(0.5) == pytest.approx(0.5)
+    # Half a token in the bucket is not one: the reservation waits 0.5 s.
+    assert bucket.reserve(0.5) == pytest.approx(0.5)
+    bucket = TokenBucket(qps=1, burst=2)
+    bucket.reserve(0.0)
+    bucket.reserve(0.0)
+    # 1.5 tokens refilled: one is there now (0 s), not "-0.5 s".
+    assert bucket.reserve(1.5) == 0.0
+
+
+def test_backoff_base_may_equal_the_maximum() -> None:
+    backoff = ItemExponentialBackoff(2.0, 2.0)
+    assert [backoff.when("k") for _ in range(3)] == [2.0, 2.0, 2.0]
+    with pytest.raises(ValueError, match="max_backoff"):
+        ItemExponentialBackoff(2.0, 1.9)
+
+
+async def test_running_times_are_measured_from_when_each_key_started() -> None:
+    """Keys started at loop times far from 0: the probes are now - started."""
+    queue = ServiceQueue(workers=2)
+    await asyncio.sleep(100)
+    queue.add("a")
+    runner = asyncio.create_task(queue.run(Recorder(lambda _: asyncio.sleep(10))))
+    await asyncio.sleep(3)
+    queue.add("b")
+    await asyncio.sleep(2)
+    assert queue.longest_running_processor_seconds() == pytest.approx(5)
+    assert queue.unfinished_work_seconds() == pytest.approx(5 + 2)
+    await queue.stop()
+    await runner

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -453,3 +454,55 @@ def test_service_filter_selects_only_within_its_namespace_and_names() -> None:
     assert not ServiceFilter().selects(plain)
     assert ServiceFilter().selects(web)
     assert ServiceFilter(services=frozenset({"web"})).selects(plain)
+
+
+def test_among_not_ready_candidates_a_serving_one_wins() -> None:
+    """Ranking: ready first, then serving (a terminating endpoint still serving beats one that
+    is not), then the slice name; here the serving one is in the later slice."""
+    view = EndpointView(policy="all")
+    view.apply_service(service("web"))
+    view.apply_slice(endpoint_slice("a", "web", [endpoint("10.0.0.1", ready=False, serving=False)]))
+    view.apply_slice(
+        endpoint_slice(
+            "b", "web", [endpoint("10.0.0.1", ready=False, serving=True, terminating=True)]
+        )
+    )
+    shown = view.current[key("10.0.0.1")]
+    assert (shown.slice, shown.serving, shown.terminating) == ("b", True, True)
+
+
+def test_a_duplicate_address_within_a_slice_keeps_the_first_of_equal_rank() -> None:
+    view = EndpointView()
+    view.apply_service(service("web"))
+    view.apply_slice(
+        endpoint_slice(
+            "a",
+            "web",
+            [endpoint("10.0.0.1", node="node-1"), endpoint("10.0.0.1", node="node-2")],
+        )
+    )
+    assert view.current[key("10.0.0.1")].node == "node-1"
+
+
+def test_service_filter_is_a_frozen_hashable_value() -> None:
+    chosen = ServiceFilter(namespace=NS, services=frozenset({"web"}))
+    assert hash(chosen) == hash(ServiceFilter(namespace=NS, services=frozenset({"web"})))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        chosen.namespace = "other"  # type: ignore[misc]
+
+
+def test_the_serving_fallback_takes_only_endpoints_both_serving_and_terminating() -> None:
+    view = EndpointView(policy="serving")
+    view.apply_service(service("web"))
+    view.apply_slice(
+        endpoint_slice(
+            "a",
+            "web",
+            [
+                endpoint("10.0.0.1", ready=False, serving=True, terminating=True),
+                endpoint("10.0.0.2", ready=False, serving=False, terminating=True),
+                endpoint("10.0.0.3", ready=False, serving=True, terminating=False),
+            ],
+        )
+    )
+    assert sorted(k.address for k in view.current) == ["10.0.0.1"]
