@@ -106,6 +106,11 @@ EQUIVALENT: dict[str, str] = {
     "if not self._processing or self._loop is None:": (
         "nothing processing sums to 0.0 anyway; processing without a loop cannot happen"
     ),
+    "endpointslice_operator/controller/queue.py:_get:And->Or:"
+    "if getter.done() and not getter.cancelled() and self._ready:": (
+        "passes on a wake-up that was never received: the woken worker finds no key and "
+        "waits again (a spurious wake-up, harmless by design of the loop around it)"
+    ),
 }
 """``module:function:operator:source line`` -> why the mutant cannot change behaviour."""
 

@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from endpointslice_operator.reconciler import (
+    DesiredEndpoints,
+    EndpointGroup,
     PodRecord,
     ReconcilerConfig,
     desired_from_service_pods,
@@ -434,3 +436,14 @@ def test_a_pod_given_as_any_mapping_is_read_like_a_dict() -> None:
     assert as_view.groups == as_dict.groups
     (group,) = as_view.groups["IPv4"].values()
     assert [key[0] for key in group.endpoints] == [("10.0.0.9",)]
+
+
+def test_desired_endpoints_defaults_and_compact_groups() -> None:
+    """The library types a caller may build by hand: nothing published not-ready, no errors,
+    nobody left out unless said; both keep no per-instance ``__dict__`` (one group per port
+    set of every Service is held while planning)."""
+    desired = DesiredEndpoints(("IPv4",), {"IPv4": {}})
+    assert (desired.publish_not_ready, desired.errors, desired.left_out) == (False, [], [])
+    group = EndpointGroup(())
+    assert group.endpoints == {}
+    assert not hasattr(group, "__dict__") and not hasattr(desired, "__dict__")
