@@ -50,6 +50,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_reconciler.py",
         "tests/reconciler/test_trafficdist.py",
         "tests/reconciler/test_topology.py",
+        "tests/reconciler/test_mirroring.py",
         "tests/reconciler/test_properties.py",
     ),
     "endpointslice_operator/reconciler/desired.py": (
@@ -110,6 +111,10 @@ EQUIVALENT: dict[str, str] = {
     "if getter.done() and not getter.cancelled() and self._ready:": (
         "passes on a wake-up that was never received: the woken worker finds no key and "
         "waits again (a spurious wake-up, harmless by design of the loop around it)"
+    ),
+    "endpointslice_operator/reconciler/planner.py:_plan_port_group:True->False:"
+    "for key, state in zip(view.keys, view.states, strict=True):": (
+        "a slice view's keys and states are built side by side, always of one length"
     ),
 }
 """``module:function:operator:source line`` -> why the mutant cannot change behaviour."""

@@ -291,3 +291,14 @@ def test_stale_hints_are_stripped_when_neither_hints_nor_traffic_distribution_ap
     assert all("hints" not in endpoint for endpoint in update["endpoints"])
     # Written without hints, the next sync has nothing to change.
     assert h.reconcile(svc, pods, h.client.list()).updates == []
+
+
+@pytest.mark.parametrize(("pods", "slices"), [(0, 1), (1, 1), (100, 1), (101, 2), (250, 3)])
+def test_plan_metrics_count_the_slices_the_endpoints_need(pods: int, slices: int) -> None:
+    """``plan.metrics``: at least one desired slice (the placeholder of an empty Service)."""
+    svc, _ = new_service_and_endpoint_meta("foo", NS)
+    plan = plan_service(
+        svc, [new_pod(i, NS, True, 1, False) for i in range(pods)], [NODE_1], [], CONFIG
+    )
+    metrics = plan.metrics["IPv4"]
+    assert (metrics.desired_slices, metrics.desired_endpoints) == (slices, pods)

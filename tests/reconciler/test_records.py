@@ -25,6 +25,7 @@ from endpointslice_operator.reconciler import (
     pod_record,
 )
 from endpointslice_operator.reconciler import records as records_module
+from endpointslice_operator.reconciler.desired import address_types_for_service, node_zones
 from endpointslice_operator.reconciler.ipaddr import (
     NOT_AN_IP,
     canonical_ip,
@@ -447,3 +448,38 @@ def test_desired_endpoints_defaults_and_compact_groups() -> None:
     group = EndpointGroup(())
     assert group.endpoints == {}
     assert not hasattr(group, "__dict__") and not hasattr(desired, "__dict__")
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({"clusterIP": "fd00::10"}, ("IPv6",)),
+        ({"clusterIP": "10.96.0.10"}, ("IPv4",)),
+        ({"clusterIP": "not-an-ip"}, ("IPv4",)),
+        ({"clusterIP": "None"}, ("IPv4", "IPv6")),
+        ({}, ("IPv4", "IPv6")),
+        ({"ipFamilies": ["IPv6", "IPv4"], "clusterIP": "10.96.0.10"}, ("IPv4", "IPv6")),
+    ],
+)
+def test_address_types_without_ip_families_follow_the_cluster_ip(
+    spec: dict[str, Any], expected: tuple[str, ...]
+) -> None:
+    """Upstream's ``getAddressTypesForService``: ``ipFamilies`` when set, else the family of
+    the ClusterIP, else (headless, none) both."""
+    assert address_types_for_service({"spec": spec}) == expected
+
+
+def test_bad_entries_are_skipped_and_the_rest_still_read() -> None:
+    """A bad pod or node early in the list does not stop the reading of those after it."""
+    service = {"metadata": {"name": "s", "namespace": "ns"}, "spec": {"ports": [{"port": 80}]}}
+    pod = _pod(podIPs=[{"ip": "10.0.0.9"}])
+    nodes: list[Any] = [
+        None,
+        {"metadata": {"labels": {"topology.kubernetes.io/zone": "z0"}}},  # no name
+        {"metadata": {"name": "n", "labels": {"topology.kubernetes.io/zone": "z1"}}},
+    ]
+    assert node_zones(nodes) == {"n": "z1"}
+    desired = desired_from_service_pods(service, [None, pod], nodes)  # type: ignore[list-item]
+    assert "skipping a pod that is not an object: NoneType" in desired.errors
+    (group,) = desired.groups["IPv4"].values()
+    assert [key[0] for key in group.endpoints] == [("10.0.0.9",)]
