@@ -116,6 +116,19 @@ EQUIVALENT: dict[str, str] = {
     "for key, state in zip(view.keys, view.states, strict=True):": (
         "a slice view's keys and states are built side by side, always of one length"
     ),
+    "endpointslice_operator/reconciler/planner.py:_plan_port_group:Gt->GtE:if room > 0:": (
+        "a full update (room 0) takes an empty run of endpoints: nothing changes"
+    ),
+    "endpointslice_operator/reconciler/planner.py:_plan_port_group:Sub->Add:"
+    "taken += min(room, len(remaining) - taken)": (
+        "differs only when the update takes all that remains; the count then passes the end "
+        "either way and the loop ends"
+    ),
+    "endpointslice_operator/reconciler/planner.py:_plan_port_group:GtE->Gt:"
+    "if taken >= len(remaining):": ("with nothing left the next updates take empty runs"),
+    "endpointslice_operator/reconciler/planner.py:_plan_port_group:Break->Continue:break": (
+        "with nothing left the next updates take empty runs"
+    ),
 }
 """``module:function:operator:source line`` -> why the mutant cannot change behaviour."""
 

@@ -483,3 +483,29 @@ def test_bad_entries_are_skipped_and_the_rest_still_read() -> None:
     assert "skipping a pod that is not an object: NoneType" in desired.errors
     (group,) = desired.groups["IPv4"].values()
     assert [key[0] for key in group.endpoints] == [("10.0.0.9",)]
+
+
+@pytest.mark.parametrize(
+    ("subdomain", "pod_namespace", "hostname"),
+    [("s", "ns", "h"), ("other", "ns", None), ("s", "elsewhere", None), (None, "ns", None)],
+)
+def test_hostname_only_for_a_pod_of_the_services_subdomain_and_namespace(
+    subdomain: str | None, pod_namespace: str, hostname: str | None
+) -> None:
+    """Upstream: ``hostname`` when the pod's ``spec.subdomain`` is the Service's name and the
+    pod is in the Service's namespace."""
+    service = {"metadata": {"name": "s", "namespace": "ns"}, "spec": {"ports": [{"port": 80}]}}
+    pod: dict[str, Any] = _pod(podIPs=[{"ip": "10.0.0.9"}])
+    pod["metadata"] = {**pod["metadata"], "namespace": pod_namespace}  # type: ignore[dict-item]
+    spec = dict(pod["spec"])  # type: ignore[arg-type]
+    spec["hostname"] = "h"
+    if subdomain is None:
+        spec.pop("subdomain", None)
+    else:
+        spec["subdomain"] = subdomain
+    pod["spec"] = spec
+    nodes = [{"metadata": {"name": "n", "labels": {}}}]
+    desired = desired_from_service_pods(service, [pod], nodes)
+    (group,) = desired.groups["IPv4"].values()
+    (endpoint,) = group.endpoints.values()
+    assert endpoint.hostname == hostname
