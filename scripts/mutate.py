@@ -129,6 +129,15 @@ EQUIVALENT: dict[str, str] = {
     "endpointslice_operator/reconciler/planner.py:_plan_port_group:Break->Continue:break": (
         "with nothing left the next updates take empty runs"
     ),
+    "endpointslice_operator/controller/queue.py:_drop_pending:NotIn->In:"
+    "if key not in self._processing:": (
+        "only on stop, after which the queue never reads its added-at times again"
+    ),
+    "endpointslice_operator/reconciler/planner.py:_plan_port_group:Sub->Add:"
+    "room = max_per_slice - len(target)": (
+        "a new slice is empty (both give max_per_slice); a slice to fill was chosen because "
+        "all that remains fits in it, so either room takes all of it"
+    ),
 }
 """``module:function:operator:source line`` -> why the mutant cannot change behaviour."""
 

@@ -302,3 +302,17 @@ def test_plan_metrics_count_the_slices_the_endpoints_need(pods: int, slices: int
     )
     metrics = plan.metrics["IPv4"]
     assert (metrics.desired_slices, metrics.desired_endpoints) == (slices, pods)
+
+
+def test_a_full_slice_worth_of_new_endpoints_is_created_not_poured_into_an_empty_one() -> None:
+    """Upstream fills an unchanged slice only with fewer endpoints than a whole slice
+    (``numRemaining < maxEndpointsPerSlice``): exactly a slice's worth gets a new slice, even
+    beside an empty slice of the same ports that could take them."""
+    pods = [new_pod(i, NS, True, 1, False) for i in range(2)]
+    svc, h = _converged(pods[:1], max_per_slice=2)
+    (existing,) = h.client.list()
+    empty = copy.deepcopy(existing)
+    empty["endpoints"] = []
+    plan = h.reconcile(svc, pods, [empty])
+    assert [len(s["endpoints"]) for s in plan.creates] == [2]
+    assert plan.updates == [] and plan.deletes == []
