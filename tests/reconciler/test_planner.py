@@ -316,3 +316,18 @@ def test_a_full_slice_worth_of_new_endpoints_is_created_not_poured_into_an_empty
     plan = h.reconcile(svc, pods, [empty])
     assert [len(s["endpoints"]) for s in plan.creates] == [2]
     assert plan.updates == [] and plan.deletes == []
+
+
+def test_traffic_distribution_set_on_a_converged_service_hints_its_unchanged_slices() -> None:
+    pods = [new_pod(i, NS, True, 1, False) for i in range(3)]
+    zoned = {"metadata": {"name": "node-1", "labels": {"topology.kubernetes.io/zone": "z-a"}}}
+    svc, _ = new_service_and_endpoint_meta("foo", NS)
+    h = Harness(nodes=[zoned], config_overrides={"topology_hints": False})
+    h.reconcile(svc, pods, [])
+    (existing,) = h.client.list()
+    svc["spec"]["trafficDistribution"] = "PreferClose"
+    plan = h.reconcile(svc, pods, [existing])
+    (update,) = plan.updates
+    assert update["metadata"]["name"] == existing["metadata"]["name"]
+    assert all(endpoint.get("hints", {}).get("forZones") for endpoint in update["endpoints"])
+    assert h.reconcile(svc, pods, h.client.list()).updates == []
