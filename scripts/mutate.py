@@ -138,6 +138,10 @@ EQUIVALENT: dict[str, str] = {
         "a new slice is empty (both give max_per_slice); a slice to fill was chosen because "
         "all that remains fits in it, so either room takes all of it"
     ),
+    "endpointslice_operator/reconciler/planner.py:_plan_port_group:And->Or:"
+    "if remaining and updates:": (
+        "with nothing remaining the updates take empty runs; with no updates there is no loop"
+    ),
 }
 """``module:function:operator:source line`` -> why the mutant cannot change behaviour."""
 

@@ -331,3 +331,14 @@ def test_traffic_distribution_set_on_a_converged_service_hints_its_unchanged_sli
     assert update["metadata"]["name"] == existing["metadata"]["name"]
     assert all(endpoint.get("hints", {}).get("forZones") for endpoint in update["endpoints"])
     assert h.reconcile(svc, pods, h.client.list()).updates == []
+
+
+def test_an_update_with_room_for_exactly_one_more_takes_it() -> None:
+    pods = [new_pod(i, NS, True, 1, False) for i in range(3)]
+    svc, h = _converged(pods[:2], max_per_slice=3)
+    (existing,) = h.client.list()
+    pods[0]["status"]["conditions"][0]["status"] = "False"  # the slice is updated anyway
+    plan = h.reconcile(svc, pods, [existing])
+    assert plan.creates == []
+    (update,) = plan.updates
+    assert len(update["endpoints"]) == 3

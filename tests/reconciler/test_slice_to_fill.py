@@ -29,6 +29,7 @@ def view(name: str, size: int) -> SliceView:
         pytest.param([99, 98, 97], 10, 100, None, id="none has the room"),
         pytest.param([50, 50], 10, 100, "s0", id="a tie: the first"),
         pytest.param([95, 90, 94], 5, 100, "s0", id="a full fit ends the search"),
+        pytest.param([94, 95], 5, 100, "s1", id="one short of full does not end it"),
         pytest.param([1, 2, 3], 1, 5, "s2", id="small slices"),
         pytest.param([0], 0, 100, None, id="nothing to take, an empty slice: never"),
         pytest.param([100], 0, 100, "s0", id="nothing to take, a full slice: it stays full"),
