@@ -51,13 +51,13 @@ from endpointslice_operator.controller.optin import (
 )
 from endpointslice_operator.controller.optin import Status, evaluate, is_opted_in
 from endpointslice_operator.reconciler import (
-    LABEL_SKIP_MIRROR,
     Plan,
     ReconcilerConfig,
     plan_endpoints,
     plan_mirroring,
     plan_service,
 )
+from endpointslice_operator.reconciler.core_endpoints import our_endpoints_labels
 from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY, LABEL_SERVICE_NAME
 from endpointslice_operator.reconciler.records import pod_record
 from endpointslice_operator.reconciler.sources import claim_statuses_of, network_status_of
@@ -477,7 +477,7 @@ def plan_manifests(
                 pods,
                 existing_endpoints,
                 trigger_time=trigger_time,
-                extra_labels={LABEL_SKIP_MIRROR: "true", LABEL_MANAGED_BY: config.controller_name},
+                extra_labels=our_endpoints_labels(config.controller_name),
             )
             if endpoints_plan.endpoints is not None and endpoints_plan.action != "none":
                 result.writes.append((endpoints_plan.action, endpoints_plan.endpoints))
