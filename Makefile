@@ -9,7 +9,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test venv lint typecheck bench clean demo dataplane-demo manifests
+.PHONY: run test venv lint typecheck bench clean demo dataplane-demo manifests mutate
 
 $(STAMP): pyproject.toml constraints.txt
 	@echo "make venv: creating $(VENV) with $(PYTHON)"
@@ -70,6 +70,11 @@ bench: $(STAMP)
 
 manifests: $(STAMP)
 	$(BIN)/python -m scripts.render_manifests
+
+# Mutation testing (a developer tool, not part of `make test`: CPU heavy, minutes per module).
+# MODULES="endpointslice_operator/view/merge.py ..." limits it; see docs/testing.md.
+mutate: $(STAMP)
+	$(BIN)/python -m scripts.mutate $(MODULES)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis build dist

@@ -1,7 +1,8 @@
 """``python -m benchmarks [--quick|--full] [--real] [--json FILE] [--only AREA ...]``.
 
-Prints a table of figures and optionally writes
-``{"figures": [{"name", "value", "unit", "baseline", "ratio"}]}``.
+Prints a table of figures, each with its goal and whether this run meets it (the goals are
+in :mod:`benchmarks.goals`), and optionally writes ``{"mode": ..., "figures": [{"name",
+"value", "unit", "baseline", "ratio", "goal"}]}``.
 
 Adding figures: create ``benchmarks/figures/<area>.py`` with a function
 ``collect(mode: str) -> list[Figure]`` (``mode`` is ``"quick"`` or ``"full"``; quick must stay
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 
 from .figure import Figure
+from .goals import verdict
 
 AREAS: list[str] = [
     "planner",
@@ -44,18 +46,29 @@ def _format(value: float | None) -> str:
     return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
 
 
-def _table(figures: list[Figure]) -> str:
-    rows = [("figure", "value", "unit", "baseline", "ratio")]
+def _table(figures: list[Figure], mode: str) -> str:
+    by_name = {f.name: f for f in figures}
+    rows = [("figure", "value", "unit", "baseline", "ratio", "goal")]
     rows += [
-        (f.name, _format(f.value), f.unit, _format(f.baseline), _format(f.ratio)) for f in figures
+        (
+            f.name,
+            _format(f.value),
+            f.unit,
+            _format(f.baseline),
+            _format(f.ratio),
+            verdict(f, by_name, mode),
+        )
+        for f in figures
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    widths = [max(len(row[i]) for row in rows) for i in range(6)]
     lines = []
     for index, row in enumerate(rows):
-        cells = [row[0].ljust(widths[0])] + [
-            c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)
-        ]
-        lines.append("  ".join(cells))
+        cells = (
+            [row[0].ljust(widths[0])]
+            + [c.rjust(w) for c, w in zip(row[1:5], widths[1:5], strict=True)]
+            + [row[5]]
+        )
+        lines.append("  ".join(cells).rstrip())
         if index == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
@@ -98,12 +111,12 @@ def main(argv: list[str] | None = None) -> int:
         f"benchmarks ({mode}) on {platform.python_implementation()} {platform.python_version()}, "
         f"{platform.machine()}, {elapsed:.1f} s"
     )
-    print(_table(figures))
+    print(_table(figures, mode))
     if args.json is not None:
+        by_name = {f.name: f for f in figures}
+        rows = [{**f.to_json(), "goal": verdict(f, by_name, mode)} for f in figures]
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(
-            json.dumps({"figures": [f.to_json() for f in figures]}, indent=2) + "\n"
-        )
+        args.json.write_text(json.dumps({"mode": mode, "figures": rows}, indent=2) + "\n")
     return 0
 
 

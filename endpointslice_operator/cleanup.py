@@ -33,6 +33,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config import ConfigException
 
+from endpointslice_operator.controller.api_client import OperatorApiClient, resolve_env_proxy
 from endpointslice_operator.controller.cluster_config import (
     NoClusterError,
     find_cluster,
@@ -170,7 +171,8 @@ async def _delete_labelled(
     configuration = await load_client_configuration(settings)
     selector = f"{LABEL_MANAGED_BY}={settings.managed_by}"
     count = 0
-    async with client.ApiClient(configuration) as api_client:
+    resolve_env_proxy(configuration)
+    async with OperatorApiClient(configuration, api_timeout=settings.api_timeout) as api_client:
         kind = kind_of(api_client)
         for namespace in settings.namespaces or (None,):
             for item in await _list(kind, namespace, selector):

@@ -144,6 +144,7 @@ class Settings(BaseSettings):
     burst: int = 100
     kube_api_qps: float = 20.0
     kube_api_burst: int = 30
+    api_timeout: float = 30.0
     namespaces: Annotated[tuple[str, ...], NoDecode] = ()
     metrics_port: int = 8080
     metrics_host: str = "0.0.0.0"
@@ -217,6 +218,14 @@ class Settings(BaseSettings):
         if not value > 0:
             raise ValueError(f"must be greater than 0, got {value:g}")
         return value
+
+    @field_validator("api_timeout", mode="before")
+    @classmethod
+    def _parse_api_timeout(cls, value: object) -> float:
+        seconds = parse_duration(value)
+        if not seconds > 0:
+            raise ValueError(f"must be greater than 0, got {value!r}")
+        return seconds
 
     @field_validator("batch_period", mode="before")
     @classmethod
@@ -423,6 +432,17 @@ SETTINGS_TABLE: tuple[SettingSpec, ...] = (
         "30",
         "Burst of that budget (writes allowed at once after a quiet period).",
         metavar="N",
+    ),
+    SettingSpec(
+        "api_timeout",
+        "--api-timeout",
+        "30",
+        "Client-side timeout of every API request but watches (writes, reads, lists page by "
+        "page, Lease renewals, Events): a request without an answer in that time fails and is "
+        "retried with backoff, so an API server that stops answering never holds a worker. "
+        "Watches end on their own client-side read timeout. Seconds or a duration (`30`, "
+        "`1m`).",
+        metavar="DURATION",
     ),
     SettingSpec(
         "namespaces",

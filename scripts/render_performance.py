@@ -3,9 +3,10 @@
 The one source of the figures is the JSON a benchmark run writes (``python -m benchmarks
 --real --full --json docs/benchmarks/real-full.json``, and ``--full --only planner scale --json
 docs/benchmarks/scale-full.json``); ``python -m scripts.render_performance`` renders their
-figures, each with its baseline and ratio, between the markers ``<!-- figures:NAME -->`` and
-``<!-- /figures -->`` of both files. ``--check`` writes
-nothing and exits 1 when a table is out of date (a test runs it).
+figures, each with its baseline, ratio and goal verdict (computed from
+:mod:`benchmarks.goals`, never written by hand), between the markers ``<!-- figures:NAME -->``
+and ``<!-- /figures -->`` of both files. ``--check`` writes nothing and exits 1 when a table is
+out of date (a test runs it).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from benchmarks.figure import Figure
+from benchmarks.goals import verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = (ROOT / "README.md", ROOT / "docs" / "performance.md")
@@ -31,6 +35,8 @@ class Results:
     """The baseline column's heading."""
     shown: dict[str, str]
     """figure -> what it is, for the table (figures not listed are not shown)."""
+    mode: str = "full"
+    """The run's mode (``--full``), when its JSON does not say."""
 
 
 RESULTS = {
@@ -80,21 +86,25 @@ def _number(value: float) -> str:
 
 
 def table(results: Results) -> str:
+    run = json.loads(results.path.read_text(encoding="utf-8"))
+    mode = str(run.get("mode") or results.mode)
     figures = {
-        f["name"]: f for f in json.loads(results.path.read_text(encoding="utf-8"))["figures"]
+        f["name"]: Figure(f["name"], f["value"], f["unit"], f.get("baseline"))
+        for f in run["figures"]
     }
     lines = [
-        f"| Figure | What | Ours | {results.baseline} | Ratio |",
-        "|---|---|---:|---:|---:|",
+        f"| Figure | What | Ours | {results.baseline} | Ratio | Goal |",
+        "|---|---|---:|---:|---:|---|",
     ]
     for name, what in results.shown.items():
         figure = figures.get(name)
-        if figure is None or figure.get("baseline") is None:
+        if figure is None:
             continue
-        ratio = f"{figure['value'] / figure['baseline']:.2f}" if figure["baseline"] else "-"
+        baseline = "-" if figure.baseline is None else _number(figure.baseline)
+        ratio = "-" if figure.ratio is None else f"{figure.ratio:.2f}"
+        goal = verdict(figure, figures, mode) or "-"
         lines.append(
-            f"| `{name}` | {what} | {_number(figure['value'])} | "
-            f"{_number(figure['baseline'])} | {ratio} |"
+            f"| `{name}` | {what} | {_number(figure.value)} | {baseline} | {ratio} | {goal} |"
         )
     return "\n".join(lines) + "\n"
 

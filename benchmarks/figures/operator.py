@@ -158,8 +158,10 @@ async def run(mode: str, workdir: Path) -> list[Figure]:
     name = f"api_writes_rollout_{sizes.replicas}"
     return [
         Figure("api_writes_per_ready_flip", per_flip, "writes", baseline_per_flip),
-        Figure(f"{name}_batch_0s", float(rollout_0s), "writes", float(3 * sizes.replicas)),
-        Figure(f"{name}_batch_1s", float(rollout_1s), "writes", float(rollout_0s)),
+        # No baseline for the rollouts: nothing else ran them (the goal of the 1 s figure,
+        # against the 0 s one of this run, is in benchmarks/goals.py).
+        Figure(f"{name}_batch_0s", float(rollout_0s), "writes"),
+        Figure(f"{name}_batch_1s", float(rollout_1s), "writes"),
     ]
 
 

@@ -85,7 +85,7 @@ async def _run(mode: str, workdir: Path) -> list[Figure]:
                 async with recording(kube, path) as burst_recorder:
                     pairs = Pairs(kube, BURST_NS, (OURS, KCM), services, sizes)
                     results = await pairs.run(burst_recorder)
-                return figures + burst_figures(results, OURS, KCM)
+                return figures + burst_figures(results, OURS, KCM, "kcm")
     raise AssertionError("unreachable")  # pragma: no cover
 
 

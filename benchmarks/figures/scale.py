@@ -251,8 +251,10 @@ async def run(mode: str, workdir: Path) -> list[Figure]:
     scale = f"{large.pods} pods, {services} svc"
     return [
         Figure("startup_s", second.startup_s, f"s ({scale})", second.list_s),
-        Figure("startup_synced_s", second.synced_s, f"s ({scale})", second.startup_s),
-        Figure("startup_writes", float(second.writes), "writes", 0.0),
+        # No baseline: the time to the first syncs done (no run of anything else compares),
+        # and the writes at start-up (its goal, 0, is in benchmarks/goals.py).
+        Figure("startup_synced_s", second.synced_s, f"s ({scale})"),
+        Figure("startup_writes", float(second.writes), "writes"),
         Figure(
             "memory_per_pod_bytes",
             (second.rss - first.rss) / (large.pods - small.pods),
@@ -262,7 +264,8 @@ async def run(mode: str, workdir: Path) -> list[Figure]:
         Figure("rss_mb", second.rss / MB, f"MB ({scale})", first.rss / MB),
         Figure("events_per_s_sustained", events_per_s, "events/s", plain_per_s),
         Figure("cpu_us_per_event", cpu_per_event * 1e6, "us", plain_cpu_per_event * 1e6),
-        Figure("events_queue_depth_max", depth, "keys", float(services)),
+        Figure("events_queue_depth_max", depth, "keys"),
+        Figure("scale_services", float(services), "Services"),
         Figure("emulator_cpu_us_per_event", served * 1e6, "us", plain_served * 1e6),
     ]
 

@@ -22,7 +22,10 @@ it needs and nothing else, and keeps every setting of the client:
   ``configuration.refresh_api_key_hook`` first (the in-cluster token file re-read, exec and OIDC
   refreshes) and yields the ``authorization`` header, bearer token or ``Basic`` credentials
   alike (kubernetes-asyncio's kubeconfig loader keeps both as the ``BearerToken`` key);
-* no client-side timeout, as ``RESTClientObject.request`` without ``_request_timeout``.
+* a client-side timeout on the whole request (connecting, sending, reading the answer):
+  ``OperatorApiClient.api_timeout`` (``--api-timeout``), ``DEFAULT_API_TIMEOUT`` on any other
+  ``ApiClient``. A server that never answers fails the write with ``TimeoutError`` (its
+  kept-alive connection is closed), which the work queue retries with backoff.
 
 Two deliberate differences: ``Accept`` is ``application/json`` only (the generated methods also
 offer YAML and protobuf, which the caller could not read), and the body goes out as compact
@@ -33,6 +36,7 @@ The response is returned for :func:`~.writer.raise_for_status` to read.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Mapping
 from typing import Any
@@ -42,6 +46,7 @@ import aiohttp
 from kubernetes_asyncio.client import ApiClient
 from yarl import URL
 
+from endpointslice_operator.controller.api_client import DEFAULT_API_TIMEOUT
 from endpointslice_operator.controller.json_codec import dump_bytes
 from endpointslice_operator.controller.keepalive import KeepAlivePool, Response
 
@@ -49,7 +54,6 @@ __all__ = ["DirectRequests", "path_segment"]
 
 AUTH_SETTINGS = ("BearerToken",)
 """The only security scheme of the Kubernetes OpenAPI spec, as every generated method lists."""
-NO_TIMEOUT = aiohttp.ClientTimeout()
 JSON = "application/json"
 
 
@@ -64,6 +68,8 @@ class DirectRequests:
 
     def __init__(self, api_client: ApiClient) -> None:
         self._api_client: Any = api_client
+        self._timeout = float(getattr(api_client, "api_timeout", DEFAULT_API_TIMEOUT))
+        self._client_timeout = aiohttp.ClientTimeout(total=self._timeout)
         self._host = ""
         self._origin = URL()
         self._prefix = ""
@@ -104,8 +110,10 @@ class DirectRequests:
         keepalive: KeepAlivePool | None = getattr(api_client, "keepalive", None)
         target = self._target(path, query)
         if keepalive is not None and not rest.proxy:
-            return await keepalive.request(method, self._origin, target, headers, data)
-        options: dict[str, Any] = {"headers": headers, "timeout": NO_TIMEOUT}
+            # A timeout cancels the request; the pool closes that connection.
+            async with asyncio.timeout(self._timeout):
+                return await keepalive.request(method, self._origin, target, headers, data)
+        options: dict[str, Any] = {"headers": headers, "timeout": self._client_timeout}
         if data is not None:
             options["data"] = data
         if rest.proxy:

@@ -45,7 +45,13 @@ NO_BODY_STATUSES = frozenset({204, 304})
 
 def tls_context(configuration: Any) -> ssl.SSLContext:
     """The TLS settings of a kubernetes-asyncio ``Configuration``, as its REST client applies
-    them to its own session."""
+    them to its own session.
+
+    Built again from the same fields rather than taken from the client: kubernetes-asyncio
+    creates its ``SSLContext`` inside ``RESTClientObject.__init__`` and hands it to its aiohttp
+    connector without keeping it anywhere public (only the connector's private ``_ssl``). The
+    real-server tests (``tests/realcluster/test_write_path.py``: client certificate,
+    ``tls-server-name``) hold the two to the same behaviour."""
     context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
     if configuration.cert_file:
         context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)

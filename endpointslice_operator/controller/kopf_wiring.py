@@ -18,6 +18,8 @@ from typing import Any, cast
 import kopf
 from kubernetes_asyncio.client import Configuration
 
+from endpointslice_operator.controller.api_client import DEFAULT_API_TIMEOUT
+
 # Re-exported: the credentials live in cluster_config (no Kopf there, for the commands).
 from endpointslice_operator.controller.cluster_config import (
     NoClusterError,
@@ -149,8 +151,11 @@ class _AllTasks(Collection["asyncio.Task[Any]"]):
         return 0
 
 
-def kopf_settings() -> kopf.OperatorSettings:
+def kopf_settings(api_timeout: float = DEFAULT_API_TIMEOUT) -> kopf.OperatorSettings:
     settings = kopf.OperatorSettings()
+    # Kopf's own requests (not its watches, which have the watching timeouts): --api-timeout.
+    settings.networking.request_timeout = api_timeout
+    settings.networking.connect_timeout = api_timeout
     settings.posting.enabled = False
     settings.peering.standalone = True
     settings.peering.mandatory = False
@@ -174,12 +179,15 @@ def kopf_settings() -> kopf.OperatorSettings:
 
 
 async def run_kopf(
-    registry: kopf.OperatorRegistry, namespaces: list[str], stop: asyncio.Future[None]
+    registry: kopf.OperatorRegistry,
+    namespaces: list[str],
+    stop: asyncio.Future[None],
+    api_timeout: float = DEFAULT_API_TIMEOUT,
 ) -> None:
     """Run Kopf (cluster-wide, or in ``namespaces``) until ``stop`` is resolved."""
     tasks = await kopf.spawn_tasks(
         registry=registry,
-        settings=kopf_settings(),
+        settings=kopf_settings(api_timeout),
         standalone=True,
         clusterwide=not namespaces,
         namespaces=namespaces,

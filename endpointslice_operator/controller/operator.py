@@ -222,7 +222,9 @@ class Operator:
     async def run(self) -> None:
         configuration = await load_client_configuration(self.settings)
         resolve_env_proxy(configuration)
-        async with OperatorApiClient(configuration) as api_client:
+        async with OperatorApiClient(
+            configuration, api_timeout=self.settings.api_timeout
+        ) as api_client:
             self.api_client = api_client
             await self._start_health()
             try:
@@ -354,7 +356,8 @@ class Operator:
         self._kopf_stop = loop.create_future()
         namespaces = list(self.settings.namespaces)
         kopf_task = asyncio.create_task(
-            run_kopf(registry, namespaces, self._kopf_stop), name=f"kopf-{self.identity}"
+            run_kopf(registry, namespaces, self._kopf_stop, self.settings.api_timeout),
+            name=f"kopf-{self.identity}",
         )
         readiness_task = asyncio.create_task(
             self._watch_readiness(api_client, router), name="readiness"

@@ -2,7 +2,11 @@
 
 kube-controller-manager's EndpointSlice controller feeds ``namespace/name`` keys into a
 ``workqueue.TypedRateLimitingQueue`` named ``endpoint_slice`` and runs 5 workers on it
-(reference C.3). :class:`ServiceQueue` is the asyncio equivalent, with the same guarantees:
+(reference C.3). :class:`ServiceQueue` is the asyncio equivalent, with the same guarantees.
+(Why not a dependency's: none of ours has one. Kopf retries its own handlers per object, with
+no shared queue, rate limiter or de-duplication across objects; kubernetes-asyncio has no
+workqueue; a general retry library would give backoff per call, not per key, and none of the
+rest.)
 
 * **De-duplication.** A key waiting to be processed is queued once, however often it is added.
 * **One worker per key.** A key added while a worker processes it is *not* handed to a second

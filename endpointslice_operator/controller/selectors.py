@@ -15,6 +15,10 @@ equality-only selectors through :func:`from_match_labels`.
 Matching follows ``labels.Selector.Matches``: ``!=`` and ``notin`` also match when the key is
 absent; ``>`` and ``<`` match only a present label whose value is a base-10 integer; every
 requirement must hold.
+
+Our own because no dependency parses this syntax: kubernetes-asyncio passes selector strings to
+the API server untouched, and Kopf's label filters are maps of exact values or callables. The
+API server does parse them, but the operator matches pods from its cache, not per request.
 """
 
 from __future__ import annotations

@@ -137,7 +137,12 @@ _SUFFIX_SCALE: dict[str, Fraction] = {
 
 def _parse_quantity(value: object) -> Fraction:
     """A Kubernetes quantity (``"2"``, ``"1500m"``, ``"0.5"``, ``"1e3"``, ``"2Ki"``) as an
-    exact number; anything malformed is zero."""
+    exact number; anything malformed is zero.
+
+    Our own because no dependency has one the reconciler may use: kubernetes-asyncio ships no
+    quantity parser (the synchronous client's ``kubernetes.utils.parse_quantity`` is not a
+    dependency, and raises on bad input where a Node's bad allocatable must count as 0), and the
+    reconciler imports no client library at all (the import contract in pyproject.toml)."""
     if isinstance(value, bool):
         return Fraction(0)
     if isinstance(value, int):

@@ -267,9 +267,10 @@ async def open_api_client(
     argv = ["--kubeconfig", os.fspath(kubeconfig)] if kubeconfig is not None else []
     if annotation_prefix is not None:
         argv += ["--annotation-prefix", annotation_prefix]
-    configuration = await load_client_configuration(load_settings(argv))
+    settings = load_settings(argv)
+    configuration = await load_client_configuration(settings)
     resolve_env_proxy(configuration)
-    return OperatorApiClient(configuration)
+    return OperatorApiClient(configuration, api_timeout=settings.api_timeout)
 
 
 async def snapshot(api: ApiClient, **kwargs: Any) -> list[Change]:

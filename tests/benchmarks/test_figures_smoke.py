@@ -11,13 +11,35 @@ import pytest
 from benchmarks.figure import Figure
 from benchmarks.figures import operator, propagation, scale
 
+ZERO_ALLOWED = {"startup_writes", "events_queue_depth_max", "emulator_cpu_us_per_event"}
+"""Figures that may be 0 (none written; the queue empty whenever sampled; CPU below one 10 ms
+tick of /proc in this tiny mode); every other one counts or times something that happened."""
+WITHOUT_BASELINE = {
+    "api_writes_rollout_10_batch_0s",
+    "api_writes_rollout_10_batch_1s",
+    "startup_synced_s",
+    "startup_writes",
+    "events_queue_depth_max",
+    "scale_services",
+}
+"""Figures reported without a ratio: nothing else in the run measures the same thing (their
+goals, if any, are in benchmarks/goals.py)."""
+
 
 def _by_name(figures: list[Figure]) -> dict[str, Figure]:
     named = {f.name: f for f in figures}
     assert len(named) == len(figures), "figure names must be unique"
     for figure in figures:
-        assert math.isfinite(figure.value) and figure.value >= 0, figure
-        assert figure.baseline is not None and math.isfinite(figure.baseline), figure
+        assert math.isfinite(figure.value), figure
+        if figure.name in ZERO_ALLOWED:
+            assert figure.value >= 0, figure
+        else:
+            assert figure.value > 0, figure
+        if figure.name in WITHOUT_BASELINE:
+            assert figure.baseline is None, figure
+        else:
+            assert figure.baseline is not None and math.isfinite(figure.baseline), figure
+            assert figure.baseline > 0 or figure.name in ZERO_ALLOWED, figure
     return named
 
 
@@ -32,11 +54,12 @@ def test_operator_writes() -> None:
     # One write per readiness change, like upstream and like the minimal controller.
     assert figures["api_writes_per_ready_flip"].value == 1.0
     assert figures["api_writes_per_ready_flip"].baseline == 1.0
+    # At most one write per endpoint change (10 pods replaced: 3 changes each).
     rollout_0s = figures["api_writes_rollout_10_batch_0s"]
-    assert 0 < rollout_0s.value <= 30 and rollout_0s.baseline == 30
+    assert 0 < rollout_0s.value <= 30
     # Batching coalesces: fewer writes at 1 s than at 0 s, at least one.
     rollout_1s = figures["api_writes_rollout_10_batch_1s"]
-    assert 1 <= rollout_1s.value < rollout_0s.value == rollout_1s.baseline
+    assert 1 <= rollout_1s.value < rollout_0s.value
 
 
 @pytest.mark.timeout(180)
@@ -62,6 +85,7 @@ def test_scale() -> None:
         "events_per_s_sustained",
         "cpu_us_per_event",
         "events_queue_depth_max",
+        "scale_services",
         "emulator_cpu_us_per_event",
     }
     # The slices were right before the operator started: it must not write.
@@ -70,7 +94,8 @@ def test_scale() -> None:
     assert figures["startup_s"].unit == "s (200 pods, 20 svc)"
     assert figures["rss_mb"].value > 0 and figures["events_per_s_sustained"].value > 0
     # The work queue holds each Service at most once.
-    depth = figures["events_queue_depth_max"]
-    assert depth.baseline == 20 and depth.value <= depth.baseline
+    assert figures["scale_services"].value == 20
+    assert figures["events_queue_depth_max"].value <= 20
+    # The operator's write costs the emulator at least what the flip alone does.
     served = figures["emulator_cpu_us_per_event"]
-    assert served.value >= 0 and served.baseline is not None and served.baseline >= 0
+    assert served.baseline is not None and served.value >= served.baseline

@@ -16,6 +16,16 @@ from yarl import URL
 
 from endpointslice_operator.controller.keepalive import KeepAlivePool
 
+
+async def until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Poll ``condition`` until true; fail after ``timeout`` (generous: a loaded machine)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.005)
+
+
 Answer = Callable[[bytes], bytes | None]
 """Raw answer bytes for a request (head and body); None: close the connection instead."""
 HANG_UP = b"<hang up>"
@@ -165,7 +175,9 @@ async def test_a_connection_the_server_closed_while_idle_is_replaced(pool: KeepA
     async with scripted(ok(b"1"), ok(b"2")) as server:
         await pool.request("GET", *at(server.url), {}, None)
         server.close_idle_connections()
-        await asyncio.sleep(0.05)  # the end of stream reaches the idle connection
+        # Until the end of stream has reached the idle connection (not a fixed sleep: on a
+        # loaded machine that takes longer).
+        await until(lambda: all(not c.usable() for cs in pool._idle.values() for c in cs))
         assert await (await pool.request("GET", *at(server.url), {}, None)).read() == b"2"
         assert server.connections == 2
 
@@ -242,8 +254,9 @@ async def test_concurrent_requests_get_connections_of_their_own_and_idle_ones_ar
         )
         assert {await first.read(), await second.read()} == {b"a", b"b"}
         assert server.connections == 2  # one each, while both were in flight
-        await asyncio.sleep(0.05)  # the closed one's end reaches the server
-        assert server.hung_up == 1  # only one may stay idle (max_idle=1)
+        # Only one may stay idle (max_idle=1): the other is closed, which the server sees.
+        await until(lambda: server.hung_up >= 1)
+        assert server.hung_up == 1
         await pool.request("GET", *at(server.url / "3"), {}, None)
         await pool.request("GET", *at(server.url / "4"), {}, None)
         assert server.connections == 2  # the one kept is reused

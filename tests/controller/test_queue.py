@@ -566,3 +566,105 @@ async def test_a_new_queue_under_the_same_name_takes_over_the_metrics() -> None:
 def test_invalid_parameters_are_rejected(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError):
         ServiceQueue(**kwargs)  # type: ignore[arg-type]
+
+
+def test_the_smallest_valid_parameters_are_accepted() -> None:
+    """The boundaries of the checks above: a burst of one token, no retries at all."""
+    bucket = TokenBucket(qps=1, burst=1)
+    assert bucket.reserve(0.0) == 0.0
+    assert bucket.reserve(0.0) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="burst"):
+        TokenBucket(qps=1, burst=0)
+    queue = ServiceQueue(workers=1, burst=1, max_retries=0)
+    assert queue.max_retries == 0
+
+
+async def test_no_retries_drops_a_failing_key_after_its_first_attempt() -> None:
+    metrics = OperatorMetrics()
+    queue = ServiceQueue(max_retries=0, metrics=metrics.workqueue)
+
+    async def fail(_: str) -> None:
+        raise RuntimeError("boom")
+
+    handler = Recorder(fail)
+    queue.add("ns/a")
+    await run_until_idle(queue, handler)
+    assert handler.keys == ["ns/a"]
+    assert dropped(metrics) == 1
+
+
+async def test_pending_counts_queued_and_delayed_keys() -> None:
+    """``pending`` (what the batch hold weighs against the write budget) is queued plus
+    delayed, a key both queued and delayed counted twice."""
+    queue = ServiceQueue()
+    assert queue.pending == 0
+    queue.add("ns/a")
+    queue.add("ns/b")
+    assert queue.pending == 2
+    queue.add_after("ns/c", 5)
+    assert (queue.pending, queue.delayed, len(queue)) == (3, 1, 2)
+    queue.add_after("ns/a", 5)  # queued and delayed
+    assert queue.pending == 4
+    await asyncio.sleep(6)
+    assert (queue.pending, queue.delayed, len(queue)) == (3, 0, 3)
+
+
+async def test_a_worker_cancelled_after_being_woken_passes_the_wake_up_on() -> None:
+    """Two idle workers; a key wakes the first, which is cancelled before it runs (a stop, a
+    leader change): the second must take the key, or the queue stalls with a key ready."""
+    queue = ServiceQueue(workers=2)
+    first = asyncio.create_task(queue._get())
+    second = asyncio.create_task(queue._get())
+    await asyncio.sleep(0)  # both wait for a key
+    queue.add("ns/a")  # wakes the first waiter
+    first.cancel()  # before it ran
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    assert await asyncio.wait_for(second, timeout=1) == "ns/a"
+    assert queue.processing == 1
+
+
+def test_token_bucket_refills_by_the_time_elapsed_not_the_clock_reading() -> None:
+    """A loop clock far from 0: the refill is (now - last) * qps."""
+    bucket = TokenBucket(qps=1, burst=2)
+    assert bucket.reserve(1000.0) == 0.0
+    assert bucket.reserve(1000.0) == 0.0
+    assert bucket.available(1000.5) == pytest.approx(0.5)
+    assert bucket.reserve(1000.5) == pytest.approx(0.5)  # the token is 0.5 s away
+
+
+def test_token_bucket_reserve_is_zero_while_a_token_is_there() -> None:
+    bucket = TokenBucket(qps=2, burst=3)
+    assert [bucket.reserve(0.0) for _ in range(3)] == [0.0, 0.0, 0.0]
+    bucket = TokenBucket(qps=1, burst=1)
+    bucket.reserve(0.0)
+    assert bucket.available(0.5) == pytest.approx(0.5)
+    # Half a token in the bucket is not one: the reservation waits 0.5 s.
+    assert bucket.reserve(0.5) == pytest.approx(0.5)
+    bucket = TokenBucket(qps=1, burst=2)
+    bucket.reserve(0.0)
+    bucket.reserve(0.0)
+    # 1.5 tokens refilled: one is there now (0 s), not "-0.5 s".
+    assert bucket.reserve(1.5) == 0.0
+
+
+def test_backoff_base_may_equal_the_maximum() -> None:
+    backoff = ItemExponentialBackoff(2.0, 2.0)
+    assert [backoff.when("k") for _ in range(3)] == [2.0, 2.0, 2.0]
+    with pytest.raises(ValueError, match="max_backoff"):
+        ItemExponentialBackoff(2.0, 1.9)
+
+
+async def test_running_times_are_measured_from_when_each_key_started() -> None:
+    """Keys started at loop times far from 0: the probes are now - started."""
+    queue = ServiceQueue(workers=2)
+    await asyncio.sleep(100)
+    queue.add("a")
+    runner = asyncio.create_task(queue.run(Recorder(lambda _: asyncio.sleep(10))))
+    await asyncio.sleep(3)
+    queue.add("b")
+    await asyncio.sleep(2)
+    assert queue.longest_running_processor_seconds() == pytest.approx(5)
+    assert queue.unfinished_work_seconds() == pytest.approx(5 + 2)
+    await queue.stop()
+    await runner

@@ -20,6 +20,7 @@ from typing import Any
 
 import aiohttp
 
+from tests.realcluster.deadline import Deadline
 from tests.realcluster.kube import JSON, Kube
 
 Facts = Callable[[Any], Any]
@@ -103,8 +104,7 @@ async def run_step(kube: Kube, step: Step, ns: str, saved: dict[str, str] | None
         )
     if step.watch_seconds:
         return await _watch(kube, step, url)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 30
+    deadline = Deadline(30)
     while True:
         data = None if step.body is None else json.dumps(step.body).replace("{ns}", ns)
         for key, uid in (saved or {}).items():
@@ -122,7 +122,7 @@ async def run_step(kube: Kube, step: Step, ns: str, saved: dict[str, str] | None
             body = json.loads(raw) if raw else None
         except ValueError:
             body = raw.decode(errors="replace")
-        if step.retry_until is None or step.retry_until(status, body) or loop.time() > deadline:
+        if step.retry_until is None or step.retry_until(status, body) or deadline.expired():
             break
         await asyncio.sleep(0.2)
     reason, causes = _status_parts(body)

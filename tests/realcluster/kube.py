@@ -18,6 +18,8 @@ import aiohttp
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import Configuration
 
+from tests.realcluster.deadline import Deadline
+
 JSON = dict[str, Any]
 LABEL_SERVICE_NAME = "kubernetes.io/service-name"
 LABEL_MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
@@ -169,9 +171,9 @@ async def eventually(
     check: Callable[[], Any], *, timeout: float = 30.0, interval: float = 0.1
 ) -> Any:
     """Await ``check()`` (a coroutine function) until it returns a truthy value without raising
-    AssertionError; the last failure is the error."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
+    AssertionError; the last failure is the error. ``timeout`` counts idle-machine seconds
+    (:class:`~tests.realcluster.deadline.Deadline`): it stretches with the measured load."""
+    deadline = Deadline(timeout)
     while True:
         error: AssertionError | None = None
         try:
@@ -180,6 +182,6 @@ async def eventually(
                 return result
         except AssertionError as exc:
             error = exc
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not met within {timeout:.0f} s") from error
+        if deadline.expired():
+            raise AssertionError(f"condition not met within {deadline.describe()}") from error
         await asyncio.sleep(interval)

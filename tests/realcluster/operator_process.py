@@ -16,6 +16,7 @@ from pathlib import Path
 import aiohttp
 
 from endpointslice_operator.testing.controlplane import free_port
+from tests.realcluster.deadline import Deadline
 
 STOP_SECONDS = 20.0
 
@@ -84,9 +85,8 @@ class OperatorProcess:
             return 0, ""
 
     async def wait_ready(self, timeout: float = 60.0) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while loop.time() < deadline:
+        deadline = Deadline(timeout)
+        while not deadline.expired():
             assert self.process is not None
             if self.process.returncode is not None:
                 raise AssertionError(f"the operator exited early:\n{self.log()[-3000:]}")
@@ -94,7 +94,9 @@ class OperatorProcess:
             if status == 200:
                 return
             await asyncio.sleep(0.2)
-        raise AssertionError(f"the operator was not ready in {timeout} s:\n{self.log()[-3000:]}")
+        raise AssertionError(
+            f"the operator was not ready in {deadline.describe()}:\n{self.log()[-3000:]}"
+        )
 
     async def metrics(self) -> dict[str, float]:
         """Every sample of ``/metrics`` as ``name{labels}`` -> value."""

@@ -12,6 +12,7 @@ ports and address type of each slice.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from tests.realcluster import objects as o
@@ -123,13 +124,18 @@ class Twins:
         timeout: float = 60,
         *,
         ready: tuple[str, bool] | None = None,
+        expect: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         """Wait until both publish the same (and, if given, exactly ``expect_pods``, and pod
-        ``ready[0]`` with readiness ``ready[1]``: agreeing on the state *before* a change is
-        not agreeing on the change)."""
+        ``ready[0]`` with readiness ``ready[1]``, and whatever ``expect`` asserts of
+        kube-controller-manager's shape: agreeing on the state *before* a change is not
+        agreeing on the change, and on a loaded machine the first check often comes before
+        either controller has seen it)."""
 
         async def same() -> bool:
             kcm, ours = await self.shapes()
+            if expect is not None:
+                expect(kcm)
             if expect_pods is not None:
                 assert set(kcm["endpoints"]) == expect_pods, sorted(kcm["endpoints"])
             if ready is not None:

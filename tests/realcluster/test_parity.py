@@ -5,6 +5,8 @@ or the twin construction itself makes a difference, the test names it and checks
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.realcluster import objects as o
@@ -41,7 +43,12 @@ async def test_arrivals_one_at_a_time_flips_and_deletions(
         await twins.agree(names, ready=(f"web-{i}", i == 3))
     for i in (1, 2, 8, 9):  # graceful: Terminating (no kubelet), then forced
         await kube.delete(f"/api/v1/namespaces/{ns}/pods/web-{i}")
-    await twins.agree(names)
+
+    def terminating(kcm: dict[str, Any]) -> None:
+        for i in (1, 2, 8, 9):
+            assert kcm["endpoints"][f"web-{i}"][3] is True, f"web-{i} not terminating yet"
+
+    await twins.agree(names, expect=terminating)
     for i in (1, 2, 8, 9):
         await kube.delete(f"/api/v1/namespaces/{ns}/pods/web-{i}", FORCE)
         names.discard(f"web-{i}")
@@ -75,9 +82,11 @@ async def test_target_port_change_and_named_ports_resolving_differently(
     await twins.patch_spec(
         {"ports": [{"name": "http", "port": 80, "targetPort": 7070, "protocol": "TCP"}]}
     )
-    await twins.agree(names)
-    kcm, _ = await twins.shapes()
-    assert kcm["ports"] == [("IPv4", (("http", 7070, "TCP"),))]
+
+    def one_port_set(kcm: dict[str, Any]) -> None:
+        assert kcm["ports"] == [("IPv4", (("http", 7070, "TCP"),))], kcm["ports"]
+
+    await twins.agree(names, expect=one_port_set)
 
 
 async def test_publish_not_ready_addresses(kube: Kube, ns: str, operator: OperatorProcess) -> None:

@@ -269,3 +269,76 @@ def test_generic_desired_endpoints_built_by_hand() -> None:
     assert [e["conditions"]["ready"] for e in create["endpoints"]] == [False, True, True]
     with pytest.raises(ValueError, match="IPv6"):
         desired.add("IPv6", None, {"addresses": ["2001:db8::1"]})
+
+
+@pytest.mark.parametrize("topology_hints", [False, True])
+def test_stale_hints_are_stripped_when_neither_hints_nor_traffic_distribution_apply(
+    topology_hints: bool,
+) -> None:
+    """A slice carrying hints (left by an earlier Auto annotation or trafficDistribution), for
+    a Service with neither now: one update, without the hints (upstream's
+    ``RemoveHintsFromSlices`` when trafficDistribution does not apply either)."""
+    pods = [new_pod(i, NS, True, 1, False) for i in range(3)]
+    svc, h = _converged(pods, topology_hints=topology_hints)
+    (existing,) = h.client.list()
+    stale = copy.deepcopy(existing)
+    for endpoint in stale["endpoints"]:
+        endpoint["hints"] = {"forZones": [{"name": "zone-a"}]}
+    plan = h.reconcile(svc, pods, [stale])
+    (update,) = plan.updates
+    assert plan.creates == [] and plan.deletes == []
+    assert update["metadata"]["name"] == existing["metadata"]["name"]
+    assert all("hints" not in endpoint for endpoint in update["endpoints"])
+    # Written without hints, the next sync has nothing to change.
+    assert h.reconcile(svc, pods, h.client.list()).updates == []
+
+
+@pytest.mark.parametrize(("pods", "slices"), [(0, 1), (1, 1), (100, 1), (101, 2), (250, 3)])
+def test_plan_metrics_count_the_slices_the_endpoints_need(pods: int, slices: int) -> None:
+    """``plan.metrics``: at least one desired slice (the placeholder of an empty Service)."""
+    svc, _ = new_service_and_endpoint_meta("foo", NS)
+    plan = plan_service(
+        svc, [new_pod(i, NS, True, 1, False) for i in range(pods)], [NODE_1], [], CONFIG
+    )
+    metrics = plan.metrics["IPv4"]
+    assert (metrics.desired_slices, metrics.desired_endpoints) == (slices, pods)
+
+
+def test_a_full_slice_worth_of_new_endpoints_is_created_not_poured_into_an_empty_one() -> None:
+    """Upstream fills an unchanged slice only with fewer endpoints than a whole slice
+    (``numRemaining < maxEndpointsPerSlice``): exactly a slice's worth gets a new slice, even
+    beside an empty slice of the same ports that could take them."""
+    pods = [new_pod(i, NS, True, 1, False) for i in range(2)]
+    svc, h = _converged(pods[:1], max_per_slice=2)
+    (existing,) = h.client.list()
+    empty = copy.deepcopy(existing)
+    empty["endpoints"] = []
+    plan = h.reconcile(svc, pods, [empty])
+    assert [len(s["endpoints"]) for s in plan.creates] == [2]
+    assert plan.updates == [] and plan.deletes == []
+
+
+def test_traffic_distribution_set_on_a_converged_service_hints_its_unchanged_slices() -> None:
+    pods = [new_pod(i, NS, True, 1, False) for i in range(3)]
+    zoned = {"metadata": {"name": "node-1", "labels": {"topology.kubernetes.io/zone": "z-a"}}}
+    svc, _ = new_service_and_endpoint_meta("foo", NS)
+    h = Harness(nodes=[zoned], config_overrides={"topology_hints": False})
+    h.reconcile(svc, pods, [])
+    (existing,) = h.client.list()
+    svc["spec"]["trafficDistribution"] = "PreferClose"
+    plan = h.reconcile(svc, pods, [existing])
+    (update,) = plan.updates
+    assert update["metadata"]["name"] == existing["metadata"]["name"]
+    assert all(endpoint.get("hints", {}).get("forZones") for endpoint in update["endpoints"])
+    assert h.reconcile(svc, pods, h.client.list()).updates == []
+
+
+def test_an_update_with_room_for_exactly_one_more_takes_it() -> None:
+    pods = [new_pod(i, NS, True, 1, False) for i in range(3)]
+    svc, h = _converged(pods[:2], max_per_slice=3)
+    (existing,) = h.client.list()
+    pods[0]["status"]["conditions"][0]["status"] = "False"  # the slice is updated anyway
+    plan = h.reconcile(svc, pods, [existing])
+    assert plan.creates == []
+    (update,) = plan.updates
+    assert len(update["endpoints"]) == 3

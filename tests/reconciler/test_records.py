@@ -7,6 +7,7 @@ import ipaddress
 import json
 import tracemalloc
 from datetime import UTC, datetime, timedelta, timezone
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -15,6 +16,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from endpointslice_operator.reconciler import (
+    DesiredEndpoints,
+    EndpointGroup,
     PodRecord,
     ReconcilerConfig,
     desired_from_service_pods,
@@ -22,6 +25,7 @@ from endpointslice_operator.reconciler import (
     pod_record,
 )
 from endpointslice_operator.reconciler import records as records_module
+from endpointslice_operator.reconciler.desired import address_types_for_service, node_zones
 from endpointslice_operator.reconciler.ipaddr import (
     NOT_AN_IP,
     canonical_ip,
@@ -421,3 +425,89 @@ def test_pod_dicts_are_read_through_the_shared_cache() -> None:
     record = as_pod_record(pod)
     assert as_pod_record(pod) is record is SHARED_RECORD_CACHE.record(pod)
     assert as_pod_record(record) is record
+
+
+def test_a_pod_given_as_any_mapping_is_read_like_a_dict() -> None:
+    """The types allow any ``Mapping`` for a pod (a read-only view, an informer's frozen
+    object), not only a dict: it is read, never rejected as "not an object"."""
+    service = {"metadata": {"name": "s", "namespace": "ns"}, "spec": {"ports": [{"port": 80}]}}
+    pod = _pod(podIPs=[{"ip": "10.0.0.9"}])
+    nodes = [{"metadata": {"name": "n", "labels": {}}}]
+    as_dict = desired_from_service_pods(service, [pod], nodes)
+    as_view = desired_from_service_pods(service, [MappingProxyType(pod)], nodes)
+    assert as_view.errors == as_dict.errors == []
+    assert as_view.groups == as_dict.groups
+    (group,) = as_view.groups["IPv4"].values()
+    assert [key[0] for key in group.endpoints] == [("10.0.0.9",)]
+
+
+def test_desired_endpoints_defaults_and_compact_groups() -> None:
+    """The library types a caller may build by hand: nothing published not-ready, no errors,
+    nobody left out unless said; both keep no per-instance ``__dict__`` (one group per port
+    set of every Service is held while planning)."""
+    desired = DesiredEndpoints(("IPv4",), {"IPv4": {}})
+    assert (desired.publish_not_ready, desired.errors, desired.left_out) == (False, [], [])
+    group = EndpointGroup(())
+    assert group.endpoints == {}
+    assert not hasattr(group, "__dict__") and not hasattr(desired, "__dict__")
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({"clusterIP": "fd00::10"}, ("IPv6",)),
+        ({"clusterIP": "10.96.0.10"}, ("IPv4",)),
+        ({"clusterIP": "not-an-ip"}, ("IPv4",)),
+        ({"clusterIP": "None"}, ("IPv4", "IPv6")),
+        ({}, ("IPv4", "IPv6")),
+        ({"ipFamilies": ["IPv6", "IPv4"], "clusterIP": "10.96.0.10"}, ("IPv4", "IPv6")),
+    ],
+)
+def test_address_types_without_ip_families_follow_the_cluster_ip(
+    spec: dict[str, Any], expected: tuple[str, ...]
+) -> None:
+    """Upstream's ``getAddressTypesForService``: ``ipFamilies`` when set, else the family of
+    the ClusterIP, else (headless, none) both."""
+    assert address_types_for_service({"spec": spec}) == expected
+
+
+def test_bad_entries_are_skipped_and_the_rest_still_read() -> None:
+    """A bad pod or node early in the list does not stop the reading of those after it."""
+    service = {"metadata": {"name": "s", "namespace": "ns"}, "spec": {"ports": [{"port": 80}]}}
+    pod = _pod(podIPs=[{"ip": "10.0.0.9"}])
+    nodes: list[Any] = [
+        None,
+        {"metadata": {"labels": {"topology.kubernetes.io/zone": "z0"}}},  # no name
+        {"metadata": {"name": "n", "labels": {"topology.kubernetes.io/zone": "z1"}}},
+    ]
+    assert node_zones(nodes) == {"n": "z1"}
+    desired = desired_from_service_pods(service, [None, pod], nodes)  # type: ignore[list-item]
+    assert "skipping a pod that is not an object: NoneType" in desired.errors
+    (group,) = desired.groups["IPv4"].values()
+    assert [key[0] for key in group.endpoints] == [("10.0.0.9",)]
+
+
+@pytest.mark.parametrize(
+    ("subdomain", "pod_namespace", "hostname"),
+    [("s", "ns", "h"), ("other", "ns", None), ("s", "elsewhere", None), (None, "ns", None)],
+)
+def test_hostname_only_for_a_pod_of_the_services_subdomain_and_namespace(
+    subdomain: str | None, pod_namespace: str, hostname: str | None
+) -> None:
+    """Upstream: ``hostname`` when the pod's ``spec.subdomain`` is the Service's name and the
+    pod is in the Service's namespace."""
+    service = {"metadata": {"name": "s", "namespace": "ns"}, "spec": {"ports": [{"port": 80}]}}
+    pod: dict[str, Any] = _pod(podIPs=[{"ip": "10.0.0.9"}])
+    pod["metadata"] = {**pod["metadata"], "namespace": pod_namespace}  # type: ignore[dict-item]
+    spec = dict(pod["spec"])  # type: ignore[arg-type]
+    spec["hostname"] = "h"
+    if subdomain is None:
+        spec.pop("subdomain", None)
+    else:
+        spec["subdomain"] = subdomain
+    pod["spec"] = spec
+    nodes = [{"metadata": {"name": "n", "labels": {}}}]
+    desired = desired_from_service_pods(service, [pod], nodes)
+    (group,) = desired.groups["IPv4"].values()
+    (endpoint,) = group.endpoints.values()
+    assert endpoint.hostname == hostname

@@ -441,3 +441,25 @@ def test_a_users_own_source_plugs_in() -> None:
     assert created["endpoints"][0]["targetRef"]["name"] == "a"
     assert created["ports"] == [{"name": "http", "port": 8080, "protocol": "TCP"}]
     assert plan.left_out == [("ns/b", "no ipam.example/ip label")]
+
+
+class Unsorted:
+    """Several addresses per family, in the order a source happens to give them."""
+
+    def addresses(self, pod: PodRecord) -> Addresses | LeftOut:
+        return Addresses(("10.9.0.2", "10.9.0.1"), ("fd00::2", "fd00::1"))
+
+
+@pytest.mark.parametrize("family", ["IPv4", "IPv6"])
+def test_several_addresses_in_any_order_are_one_endpoint_identity(family: str) -> None:
+    """An endpoint's identity is its sorted addresses, as an existing slice's is read: the
+    slice written from a source's order is not rewritten on the next sync."""
+    service = _service((family,))
+    pods = [_pod("a")]
+    plan = plan_service(service, pods, NODES, [], CONFIG, source=Unsorted())
+    (created,) = plan.creates
+    (endpoint,) = created["endpoints"]
+    assert len(endpoint["addresses"]) == 2
+    stored = dict(created, metadata={**created["metadata"], "name": "svc-1"})
+    again = plan_service(service, pods, NODES, [stored], CONFIG, source=Unsorted())
+    assert again.write_count == 0

@@ -68,6 +68,7 @@ def test_non_default_values_reach_the_operator(tmp_path: Path) -> None:
         "burst": 200,
         "kube_api_qps": 50.5,
         "kube_api_burst": 80,
+        "api_timeout": "45s",
         "namespaces": ["team-a", "team-b"],
         "metrics_port": 9090,
         "metrics_host": "::",
@@ -89,6 +90,7 @@ def test_non_default_values_reach_the_operator(tmp_path: Path) -> None:
     expected = given | {
         "kubeconfig": kubeconfig,
         "batch_period": 1.5,
+        "api_timeout": 45.0,
         "namespaces": ("team-a", "team-b"),
     }
     for field, value in expected.items():

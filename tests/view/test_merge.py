@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -17,7 +18,7 @@ from endpointslice_operator.view import (
     ServiceFilter,
     ServicePortKey,
 )
-from endpointslice_operator.view.model import address_sort_key
+from endpointslice_operator.view.model import address_sort_key, parse_service
 from tests.view.objects import KCM, NS, OURS, endpoint, endpoint_slice, service
 
 
@@ -339,7 +340,8 @@ def test_gather_one_record_per_service_port_with_sorted_addresses() -> None:
 @pytest.mark.parametrize("seed", range(8))
 def test_incremental_view_equals_a_view_built_from_scratch(seed: int) -> None:
     """Random slice updates and deletions and Service port changes, in random order: the
-    changes add up to the view, and the view equals one fed only the final objects."""
+    changes add up to the view, and after every step the view equals one built from scratch
+    from the objects of that moment."""
     rng = random.Random(seed)
     policy = rng.choice(["ready", "serving", "all"])
     view = EndpointView(policy=policy)  # type: ignore[arg-type]
@@ -399,12 +401,14 @@ def test_incremental_view_equals_a_view_built_from_scratch(seed: int) -> None:
             for port_key, values in expected.items()
             for ordered in [sorted(values, key=lambda e: address_sort_key(e.address))]
         }
-    fresh = EndpointView(policy=policy)  # type: ignore[arg-type]
-    for obj in reversed(list(slices.values())):
-        fresh.apply_slice(obj)
-    for obj in services.values():
-        fresh.apply_service(obj)
-    assert fresh.current == view.current
+        # At every step, not only at the end: a candidate lost on the way (an address in
+        # three slices, one of them gone) only shows once it should win.
+        fresh = EndpointView(policy=policy)  # type: ignore[arg-type]
+        for obj in reversed(list(slices.values())):
+            fresh.apply_slice(obj)
+        for obj in services.values():
+            fresh.apply_service(obj)
+        assert fresh.current == view.current, step
     assert busy > 50  # the view was not empty most of the time: something was compared
 
 
@@ -427,3 +431,78 @@ def test_gather_in_bulk_and_one_by_one_agree() -> None:
     changes = view.apply_slice(endpoint_slice("a", "web", [endpoint(a) for a in addresses[1:]]))
     assert bulk.feed(changes) == single.feed(changes)
     assert bulk.snapshot() == single.snapshot()
+
+
+def test_service_filter_selects_only_within_its_namespace_and_names() -> None:
+    """``ServiceFilter.selects`` is public: it is False for a Service outside the filter, even
+    one the rest of the filter (selector, annotation) would take."""
+    web = parse_service(service("web", annotated=True, labels={"tier": "front"}))
+    other = parse_service(service("web", annotated=True, namespace="other"))
+    db = parse_service(service("db", annotated=True, labels={"tier": "front"}))
+    assert web is not None and other is not None and db is not None
+    front = parse_selector("tier=front")
+    assert ServiceFilter(namespace=NS).selects(web)
+    assert not ServiceFilter(namespace=NS).selects(other)
+    assert not ServiceFilter(namespace=NS, selector=front).selects(other)
+    assert ServiceFilter(services=frozenset({"web"}), selector=front).selects(web)
+    assert not ServiceFilter(services=frozenset({"web"}), selector=front).selects(db)
+    assert not ServiceFilter(services=frozenset({f"{NS}/db"})).selects(web)
+    assert ServiceFilter(services=frozenset({f"{NS}/db"})).selects(db)
+    # The annotation decides only when neither names nor a selector are given.
+    plain = parse_service(service("web", annotated=False))
+    assert plain is not None
+    assert not ServiceFilter().selects(plain)
+    assert ServiceFilter().selects(web)
+    assert ServiceFilter(services=frozenset({"web"})).selects(plain)
+
+
+def test_among_not_ready_candidates_a_serving_one_wins() -> None:
+    """Ranking: ready first, then serving (a terminating endpoint still serving beats one that
+    is not), then the slice name; here the serving one is in the later slice."""
+    view = EndpointView(policy="all")
+    view.apply_service(service("web"))
+    view.apply_slice(endpoint_slice("a", "web", [endpoint("10.0.0.1", ready=False, serving=False)]))
+    view.apply_slice(
+        endpoint_slice(
+            "b", "web", [endpoint("10.0.0.1", ready=False, serving=True, terminating=True)]
+        )
+    )
+    shown = view.current[key("10.0.0.1")]
+    assert (shown.slice, shown.serving, shown.terminating) == ("b", True, True)
+
+
+def test_a_duplicate_address_within_a_slice_keeps_the_first_of_equal_rank() -> None:
+    view = EndpointView()
+    view.apply_service(service("web"))
+    view.apply_slice(
+        endpoint_slice(
+            "a",
+            "web",
+            [endpoint("10.0.0.1", node="node-1"), endpoint("10.0.0.1", node="node-2")],
+        )
+    )
+    assert view.current[key("10.0.0.1")].node == "node-1"
+
+
+def test_service_filter_is_a_frozen_hashable_value() -> None:
+    chosen = ServiceFilter(namespace=NS, services=frozenset({"web"}))
+    assert hash(chosen) == hash(ServiceFilter(namespace=NS, services=frozenset({"web"})))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        chosen.namespace = "other"  # type: ignore[misc]
+
+
+def test_the_serving_fallback_takes_only_endpoints_both_serving_and_terminating() -> None:
+    view = EndpointView(policy="serving")
+    view.apply_service(service("web"))
+    view.apply_slice(
+        endpoint_slice(
+            "a",
+            "web",
+            [
+                endpoint("10.0.0.1", ready=False, serving=True, terminating=True),
+                endpoint("10.0.0.2", ready=False, serving=False, terminating=True),
+                endpoint("10.0.0.3", ready=False, serving=True, terminating=False),
+            ],
+        )
+    )
+    assert sorted(k.address for k in view.current) == ["10.0.0.1"]

@@ -1,0 +1,396 @@
+"""Mutation testing, a developer tool (not run in CI): change one thing in a module, run the
+module's tests, and report every change they did not notice.
+
+``python -m scripts.mutate [MODULE ...] [--list] [--only LINE ...] [--jobs N]`` (``make mutate``,
+``make mutate MODULES="endpointslice_operator/view/merge.py"``). For each module of
+:data:`MODULES` (or those named), each mutation site gives one mutant: a comparison turned into
+its neighbour (``<`` / ``<=``, ``==`` / ``!=``, ``in`` / ``not in``, ``is`` / ``is not``),
+``and`` / ``or`` swapped, a ``not`` dropped, ``+`` / ``-`` swapped, an integer constant plus
+one, ``True`` / ``False`` swapped, ``break`` / ``continue`` swapped. Annotations, docstrings,
+``assert`` statements and log calls are left alone. The mutant is written into a copy of the
+package (the working tree is never touched) that comes first on ``PYTHONPATH``; the module's
+tests run against it with ``-x`` and a timeout of ten times the unmutated run. A mutant is
+*killed* when they fail, *survived* when they pass.
+
+Some mutants cannot be noticed by any test because they change nothing (a ``break`` after
+which the loop could not continue anyway): those are listed with the reason in
+:data:`EQUIVALENT` and left out of the score, ``killed / (mutants - equivalent)``.
+
+CPU heavy: run it module by module (``nice -n 19`` is applied to the test runs). To cover a new
+module add it to :data:`MODULES` with the tests that exercise it, fastest first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "endpointslice_operator"
+
+MODULES: dict[str, tuple[str, ...]] = {
+    # module (relative to the repository) -> its tests, fastest first
+    "endpointslice_operator/view/merge.py": ("tests/view/test_merge.py",),
+    "endpointslice_operator/view/model.py": ("tests/view/test_merge.py",),
+    "endpointslice_operator/controller/queue.py": (
+        "tests/controller/test_queue.py",
+        "tests/controller/test_queue_invariants.py",
+    ),
+    "endpointslice_operator/reconciler/planner.py": (
+        "tests/reconciler/test_slice_to_fill.py",
+        "tests/reconciler/test_planner.py",
+        "tests/reconciler/test_reconciler.py",
+        "tests/reconciler/test_trafficdist.py",
+        "tests/reconciler/test_topology.py",
+        "tests/reconciler/test_mirroring.py",
+        "tests/reconciler/test_properties.py",
+    ),
+    "endpointslice_operator/reconciler/desired.py": (
+        "tests/reconciler/test_records.py",
+        "tests/reconciler/test_sources.py",
+        "tests/reconciler/test_reconciler.py",
+        "tests/reconciler/test_planner.py",
+        "tests/reconciler/test_properties.py",
+    ),
+    "endpointslice_operator/reconciler/slices.py": ("tests/reconciler",),
+    "endpointslice_operator/reconciler/topology.py": ("tests/reconciler",),
+    "endpointslice_operator/reconciler/trafficdist.py": ("tests/reconciler",),
+    "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler",),
+    "endpointslice_operator/reconciler/endpoints.py": ("tests/reconciler",),
+    # Add the MCS and EndpointSelector modules here once they exist, with their tests.
+}
+"""The modules under mutation testing and the tests that must notice a change in each."""
+
+EQUIVALENT: dict[str, str] = {
+    "endpointslice_operator/reconciler/planner.py:_slice_to_fill:Break->Continue:break": (
+        "after an exact fit (diff 0) no later slice can pass `0 <= diff < 0`"
+    ),
+    "endpointslice_operator/view/merge.py:_without:Gt->GtE:if len(rest) > 1:": (
+        "one candidate left kept as a list of one instead of the endpoint itself: every reader "
+        "(_winner, _with, _without) treats both alike"
+    ),
+    "endpointslice_operator/view/merge.py:_without:Is->IsNot:"
+    "return None if candidates is None or candidates.slice == slice_name else candidates": (
+        "only called for a slice's previous contribution, so never with None nor with another "
+        "slice's lone endpoint: both branches that test it are unreachable"
+    ),
+    "endpointslice_operator/view/merge.py:_replace:And->Or:"
+    'if self.policy == "serving" and (ready_before[group_key] == 0) != (group.ready == 0):': (
+        "re-examines every address of the group more often; _show skips the unchanged ones, "
+        "so the changes and the view are the same (only the cost differs)"
+    ),
+    "endpointslice_operator/controller/queue.py:_refill:Gt->GtE:"
+    "if self._last is not None and now > self._last:": ("at now == last the refill adds nothing"),
+    "endpointslice_operator/controller/queue.py:_refill:Gt->GtE:"
+    "if self._last is None or now > self._last:": (
+        "at now == last, last is set to the value it has"
+    ),
+    "endpointslice_operator/controller/queue.py:reserve:GtE->Gt:"
+    "return 0.0 if self._tokens >= 0 else -self._tokens / self.qps": (
+        "at exactly 0 tokens the other branch gives -0.0, which equals 0.0"
+    ),
+    "endpointslice_operator/controller/queue.py:when:Gt->GtE:if exponent > 1023:": (
+        "at 1023 base * 2**1023 is already beyond any maximum: the cap either way"
+    ),
+    "endpointslice_operator/controller/queue.py:add_after:LtE->Lt:if pending[0] <= deadline:": (
+        "an equal deadline replaces the timer with one at the same time: one wake-up either way"
+    ),
+    "endpointslice_operator/controller/queue.py:unfinished_work_seconds:Or->And:"
+    "if not self._processing or self._loop is None:": (
+        "nothing processing sums to 0.0 anyway; processing without a loop cannot happen"
+    ),
+    "endpointslice_operator/controller/queue.py:_get:And->Or:"
+    "if getter.done() and not getter.cancelled() and self._ready:": (
+        "passes on a wake-up that was never received: the woken worker finds no key and "
+        "waits again (a spurious wake-up, harmless by design of the loop around it)"
+    ),
+    "endpointslice_operator/reconciler/planner.py:_plan_port_group:True->False:"
+    "for key, state in zip(view.keys, view.states, strict=True):": (
+        "a slice view's keys and states are built side by side, always of one length"
+    ),
+    "endpointslice_operator/reconciler/planner.py:_plan_port_group:Gt->GtE:if room > 0:": (
+        "a full update (room 0) takes an empty run of endpoints: nothing changes"
+    ),
+    "endpointslice_operator/reconciler/planner.py:_plan_port_group:Sub->Add:"
+    "taken += min(room, len(remaining) - taken)": (
+        "differs only when the update takes all that remains; the count then passes the end "
+        "either way and the loop ends"
+    ),
+    "endpointslice_operator/reconciler/planner.py:_plan_port_group:GtE->Gt:"
+    "if taken >= len(remaining):": ("with nothing left the next updates take empty runs"),
+    "endpointslice_operator/reconciler/planner.py:_plan_port_group:Break->Continue:break": (
+        "with nothing left the next updates take empty runs"
+    ),
+    "endpointslice_operator/controller/queue.py:_drop_pending:NotIn->In:"
+    "if key not in self._processing:": (
+        "only on stop, after which the queue never reads its added-at times again"
+    ),
+    "endpointslice_operator/reconciler/planner.py:_plan_port_group:Sub->Add:"
+    "room = max_per_slice - len(target)": (
+        "a new slice is empty (both give max_per_slice); a slice to fill was chosen because "
+        "all that remains fits in it, so either room takes all of it"
+    ),
+    "endpointslice_operator/reconciler/planner.py:_plan_port_group:And->Or:"
+    "if remaining and updates:": (
+        "with nothing remaining the updates take empty runs; with no updates there is no loop"
+    ),
+}
+"""``module:function:operator:source line`` -> why the mutant cannot change behaviour."""
+
+
+@dataclass(frozen=True)
+class Mutant:
+    module: str
+    index: int
+    line: int
+    function: str
+    operator: str
+    text: str
+    """The source line, stripped."""
+
+    @property
+    def key(self) -> str:
+        """Stable while that line of that function stays as it is."""
+        return f"{self.module}:{self.function}:{self.operator}:{self.text}"
+
+
+_COMPARE_SWAPS: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
+_LOG_NAMES = {"log", "logger", "logging", "warnings"}
+
+
+def _is_log_call(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return False
+    base = node.func.value
+    return isinstance(base, ast.Name) and base.id in _LOG_NAMES
+
+
+class _Sites(ast.NodeTransformer):
+    """Numbers the mutation sites in order; mutates the one numbered ``target`` (if any)."""
+
+    def __init__(self, target: int = -1) -> None:
+        self.target = target
+        self.count = 0
+        self.found: list[tuple[int, str, str]] = []  # (line, function, operator)
+        self._function = "<module>"
+
+    def _site(self, node: ast.AST, operator: str) -> bool:
+        """Record a site; True when it is the one to mutate."""
+        self.found.append((getattr(node, "lineno", 0), self._function, operator))
+        hit = self.count == self.target
+        self.count += 1
+        return hit
+
+    # -- what is not mutated ----------------------------------------------------------------
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        outer, self._function = self._function, node.name
+        node.body = [self.visit(stmt) for stmt in node.body]  # not the annotations, defaults
+        self._function = outer
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
+        if node.value is not None:
+            node.value = self.visit(node.value)
+        return node
+
+    def visit_Assert(self, node: ast.Assert) -> ast.AST:
+        return node
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:
+        if isinstance(node.value, ast.Constant) or _is_log_call(node.value):
+            return node  # docstrings, log lines
+        return self.generic_visit(node)
+
+    def visit_Raise(self, node: ast.Raise) -> ast.AST:
+        return node  # the message of an error is not behaviour under test here
+
+    # -- mutations --------------------------------------------------------------------------
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        for i, op in enumerate(node.ops):
+            swap = _COMPARE_SWAPS.get(type(op))
+            if swap is not None and self._site(node, f"{type(op).__name__}->{swap.__name__}"):
+                node.ops[i] = swap()
+        return node
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        self.generic_visit(node)
+        swap = ast.Or if isinstance(node.op, ast.And) else ast.And
+        if self._site(node, f"{type(node.op).__name__}->{swap.__name__}"):
+            node.op = swap()
+        return node
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not) and self._site(node, "Not->"):
+            return node.operand
+        return node
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        swaps: dict[type[ast.operator], type[ast.operator]] = {ast.Add: ast.Sub, ast.Sub: ast.Add}
+        swap = swaps.get(type(node.op))
+        if swap is not None and self._site(node, f"{type(node.op).__name__}->{swap.__name__}"):
+            node.op = swap()
+        return node
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        value = node.value
+        if isinstance(value, bool):
+            if self._site(node, f"{value}->{not value}"):
+                return ast.copy_location(ast.Constant(not value), node)
+        elif isinstance(value, int) and self._site(node, f"{value}->{value + 1}"):
+            return ast.copy_location(ast.Constant(value + 1), node)
+        return node
+
+    def visit_Break(self, node: ast.Break) -> ast.AST:
+        if self._site(node, "Break->Continue"):
+            return ast.copy_location(ast.Continue(), node)
+        return node
+
+    def visit_Continue(self, node: ast.Continue) -> ast.AST:
+        if self._site(node, "Continue->Break"):
+            return ast.copy_location(ast.Break(), node)
+        return node
+
+
+def mutants(module: str) -> list[Mutant]:
+    source = (ROOT / module).read_text(encoding="utf-8")
+    lines = source.splitlines()
+    sites = _Sites()
+    sites.visit(ast.parse(source))
+    return [
+        Mutant(module, index, line, function, operator, lines[line - 1].strip())
+        for index, (line, function, operator) in enumerate(sites.found)
+    ]
+
+
+def mutated_source(mutant: Mutant) -> str:
+    tree = ast.parse((ROOT / mutant.module).read_text(encoding="utf-8"))
+    tree = _Sites(mutant.index).visit(tree)
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def _run_tests(
+    copy_root: Path, tests: tuple[str, ...], timeout: float | None
+) -> tuple[bool, float]:
+    """``(passed, seconds)`` of the tests against the package copy under ``copy_root``."""
+    env = {**os.environ, "PYTHONPATH": str(copy_root), "PYTHONDONTWRITEBYTECODE": "1"}
+    command = [
+        "nice", "-n", "19", str(Path(sys.executable).parent / "pytest"),
+        "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--import-mode=append",
+        "-o", "addopts=", *tests,
+    ]  # fmt: skip
+    started = time.monotonic()
+    try:
+        result = subprocess.run(
+            command, cwd=ROOT, env=env, timeout=timeout, capture_output=True, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return False, time.monotonic() - started  # a mutant that hangs is noticed
+    return result.returncode == 0, time.monotonic() - started
+
+
+def _package_copy(directory: Path) -> Path:
+    shutil.copytree(
+        ROOT / PACKAGE, directory / PACKAGE, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    return directory
+
+
+def run_module(module: str, only_lines: set[int] | None) -> tuple[int, int, int, list[Mutant]]:
+    """``(mutants, killed, equivalent, survivors)`` of one module."""
+    tests = MODULES[module]
+    found = [m for m in mutants(module) if only_lines is None or m.line in only_lines]
+    with tempfile.TemporaryDirectory(prefix="mutate-") as tmp:
+        copy_root = _package_copy(Path(tmp))
+        target = copy_root / module
+        original = target.read_text(encoding="utf-8")
+        passed, baseline = _run_tests(copy_root, tests, None)
+        if not passed:
+            raise SystemExit(f"{module}: the tests fail without any mutation: {tests}")
+        timeout = max(30.0, 10 * baseline)
+        killed = equivalent = 0
+        survivors: list[Mutant] = []
+        for number, mutant in enumerate(found, 1):
+            if mutant.key in EQUIVALENT:
+                equivalent += 1
+                continue
+            target.write_text(mutated_source(mutant), encoding="utf-8")
+            survived, _ = _run_tests(copy_root, tests, timeout)
+            target.write_text(original, encoding="utf-8")
+            if survived:
+                survivors.append(mutant)
+                print(
+                    f"  SURVIVED {module}:{mutant.line} {mutant.function}: {mutant.operator}",
+                    flush=True,
+                )
+            else:
+                killed += 1
+            if number % 20 == 0:
+                print(f"  {module}: {number}/{len(found)}", flush=True)
+    return len(found), killed, equivalent, survivors
+
+
+def _score(killed: int, total: int, equivalent: int) -> str:
+    scored = total - equivalent
+    return f"{killed}/{scored} = {100 * killed / scored:.1f}%" if scored else "no mutants"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m scripts.mutate", description=__doc__)
+    parser.add_argument("modules", nargs="*", help=f"default: all of {len(MODULES)}")
+    parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
+    parser.add_argument("--only", nargs="+", type=int, metavar="LINE", help="only these lines")
+    args = parser.parse_args(argv)
+    modules = args.modules or list(MODULES)
+    unknown = [m for m in modules if m not in MODULES]
+    if unknown:
+        parser.error(f"not in MODULES: {', '.join(unknown)}")
+    if args.list:
+        for module in modules:
+            for mutant in mutants(module):
+                print(f"{module}:{mutant.line} {mutant.function}: {mutant.operator}")
+        return 0
+    only = set(args.only) if args.only else None
+    rows = []
+    for module in modules:
+        print(f"{module}: {len(mutants(module))} mutants, tests {' '.join(MODULES[module])}")
+        total, killed, equivalent, survivors = run_module(module, only)
+        rows.append((module, total, killed, equivalent, len(survivors)))
+        print(f"{module}: {_score(killed, total, equivalent)} killed", flush=True)
+    print("\n| module | mutants | equivalent | killed | survived | score |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for module, total, killed, equivalent, survived in rows:
+        print(
+            f"| `{module}` | {total} | {equivalent} | {killed} | {survived} | "
+            f"{_score(killed, total, equivalent)} |"
+        )
+    return 1 if any(row[4] for row in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
