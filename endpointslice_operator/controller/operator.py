@@ -58,6 +58,7 @@ from endpointslice_operator.controller.leader import LeaderElector
 from endpointslice_operator.controller.list_watch import KINDS, ListWatcher
 from endpointslice_operator.controller.mirroring import MirroringSyncer
 from endpointslice_operator.controller.networks import NetworkAnnotations
+from endpointslice_operator.controller.owners import OwnerSyncs
 from endpointslice_operator.controller.queue import ServiceQueue
 from endpointslice_operator.controller.reset import RESET_PROBE_INTERVAL, Watermark
 from endpointslice_operator.controller.summary import run_summaries
@@ -140,6 +141,8 @@ class Operator:
         self._fresh_state()
         self.router: EventRouter | None = None
         self.syncer: ServiceSyncer | None = None
+        self.owners: OwnerSyncs | None = None
+        """The queue's handler: Service keys to ``syncer``, other owner kinds to theirs."""
         self.queue: ServiceQueue | None = None
         self.api_client: ApiClient | None = None
         self.health: HealthServer | None = None
@@ -310,6 +313,7 @@ class Operator:
             self._watch_endpoints(api_client, router, endpoints_index)
         )
         self.syncer, self.router = syncer, router
+        self.owners = OwnerSyncs(syncer.sync)
         await self._run_tasks(configuration, api_client, router, syncer)
 
     async def _run_tasks(
@@ -687,13 +691,15 @@ class Operator:
         )
         self.queue = queue
         syncer.start_term()
+        owners = self.owners if self.owners is not None else OwnerSyncs(syncer.sync)
+        owners.start_term()
         router.tracker = syncer.tracker
         router.queue = queue
-        for key in router.all_keys():
+        for key in sorted({*router.all_keys(), *owners.all_keys()}):
             queue.add(key)
         self._leading.set()
         log.info("running %d workers", self.settings.workers)
-        runner = asyncio.create_task(queue.run(syncer.sync), name="endpoint_slice-workers")
+        runner = asyncio.create_task(queue.run(owners.sync), name="endpoint_slice-workers")
         waiter = asyncio.create_task(lost.wait())
         releaser = asyncio.create_task(router.release_when_quiet(), name="release-held")
         try:
