@@ -58,7 +58,14 @@ from endpointslice_operator.controller.leader import LeaderElector
 from endpointslice_operator.controller.list_watch import KINDS, ListWatcher
 from endpointslice_operator.controller.mirroring import MirroringSyncer
 from endpointslice_operator.controller.networks import NetworkAnnotations
-from endpointslice_operator.controller.owners import OwnerSyncs
+from endpointslice_operator.controller.owners import ENDPOINT_SELECTOR, OwnerSyncs
+from endpointslice_operator.controller.owners.endpoint_selector import (
+    EndpointSelectorIndex,
+    EndpointSelectorSyncer,
+)
+from endpointslice_operator.controller.owners.endpoint_selector_watch import (
+    serve_endpoint_selectors,
+)
 from endpointslice_operator.controller.queue import ServiceQueue
 from endpointslice_operator.controller.reset import RESET_PROBE_INTERVAL, Watermark
 from endpointslice_operator.controller.summary import run_summaries
@@ -141,6 +148,8 @@ class Operator:
         self._fresh_state()
         self.router: EventRouter | None = None
         self.syncer: ServiceSyncer | None = None
+        self.endpoint_selectors: EndpointSelectorIndex | None = None
+        """EndpointSelectors (None with ``--no-endpoint-selectors``), fresh every round."""
         self.owners: OwnerSyncs | None = None
         """The queue's handler: Service keys to ``syncer``, other owner kinds to theirs."""
         self.queue: ServiceQueue | None = None
@@ -314,6 +323,24 @@ class Operator:
         )
         self.syncer, self.router = syncer, router
         self.owners = OwnerSyncs(syncer.sync)
+        self.endpoint_selectors = None
+        if self.settings.endpoint_selectors:
+            selectors = EndpointSelectorIndex(self.indexes.services)
+            selector_syncer = EndpointSelectorSyncer(
+                selectors, syncer, kep6116_labels=self.settings.kep6116_labels
+            )
+            self.owners.others[ENDPOINT_SELECTOR.kind] = selector_syncer
+            self.endpoint_selectors = selectors
+            self._spawn(
+                serve_endpoint_selectors(
+                    api_client,
+                    configuration,
+                    selectors,
+                    router,
+                    lambda: [*selector_syncer.all_keys(), *sorted(selector_syncer.waiting)],
+                    namespaces=list(self.settings.namespaces),
+                )
+            )
         await self._run_tasks(configuration, api_client, router, syncer)
 
     async def _run_tasks(
