@@ -534,7 +534,9 @@ def _readme_command(text: str) -> str:
     from tests.readme_commands import RUN_BY, all_commands, readme
 
     assert text in all_commands(readme()), text
-    assert RUN_BY[text].endswith("::test_readme_secondary_network_examples")
+    assert RUN_BY[text].endswith(
+        ("::test_readme_secondary_network_examples", "::test_readme_endpoint_selector_example")
+    )
     return text
 
 
@@ -755,3 +757,23 @@ def test_plan_reports_an_invalid_endpoint_selector(
     assert "skipped=UnknownProtocol" in captured.out
     assert "not publishing EndpointSlices: spec.ports[0].protocol 'ICMP'" in captured.err
     assert plan_main(["-f", str(manifest), "--endpoint-selector", "nope"]) == 2
+
+
+def test_readme_endpoint_selector_example() -> None:
+    """The README's EndpointSelector plan command, run as written."""
+    root = Path(__file__).resolve().parents[1]
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(root)}
+    command = "endpointslice-operator plan -f docs/examples/endpointselector.yaml -o summary"
+    done = subprocess.run(
+        ["bash", "-e", "-c", _readme_command(command)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "endpointselector:default/checkout  create=1 update=0 delete=0 endpoints=2 slices=1"
+    ]

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from benchmarks.figure import Figure
-from benchmarks.figures import operator, propagation, scale
+from benchmarks.figures import operator, propagation, scale, selectors
 
 
 def _by_name(figures: list[Figure]) -> dict[str, Figure]:
@@ -74,3 +74,18 @@ def test_scale() -> None:
     assert depth.baseline == 20 and depth.value <= depth.baseline
     served = figures["emulator_cpu_us_per_event"]
     assert served.value >= 0 and served.baseline is not None and served.baseline >= 0
+
+
+@pytest.mark.timeout(240)
+def test_selectors() -> None:
+    figures = _by_name(selectors.collect("tiny"))
+    assert set(figures) == {
+        "selectors_startup_synced_s",
+        "selectors_startup_writes",
+        "selectors_cpu_us_per_event",
+        "selectors_events_per_s",
+    }
+    # Nothing changed since the slices (and statuses) were written: no writes, either kind.
+    assert figures["selectors_startup_writes"].value == 0
+    assert figures["selectors_startup_writes"].baseline == 0
+    assert figures["selectors_cpu_us_per_event"].value > 0

@@ -30,7 +30,7 @@ def test_defaults_render_the_expected_objects() -> None:
         labels = obj["metadata"]["labels"]
         assert labels["app.kubernetes.io/name"] == "endpointslice-operator"
         assert labels["app.kubernetes.io/instance"] == "eso"
-        if obj["kind"] not in {"ClusterRole", "ClusterRoleBinding"}:
+        if obj["kind"] not in {"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}:
             assert obj["metadata"]["namespace"] == "operators"
 
 

@@ -322,6 +322,10 @@ class EndpointSelectorSyncer:
         return sorted(keys)
 
     async def sync(self, key: str) -> None:
+        if not self.index.synced:
+            # Not listed yet: a missing object is not a deleted one, and this is no sync.
+            self.waiting.add(key)
+            return
         loop = asyncio.get_running_loop()
         started = loop.time()
         result = SyncResult.SUCCESS
@@ -337,9 +341,6 @@ class EndpointSelectorSyncer:
             self.services.metrics.record_sync(result, loop.time() - started)
 
     async def _sync(self, key: str) -> None:
-        if not self.index.synced:
-            self.waiting.add(key)  # not listed yet: a missing object is not a deleted one
-            return
         entry = self.index.get(key)
         if entry is None:
             await self._gone(key)
