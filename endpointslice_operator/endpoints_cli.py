@@ -60,6 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--selector", metavar="SEL", help="Services with these labels (a, b=c)")
     parser.add_argument(
+        "--endpoint-selector",
+        metavar="NAME",
+        action="append",
+        help="instead of Services, this EndpointSelector and its slices (repeatable; NAME or "
+        "NAMESPACE/NAME; the SERVICE column names it, PORT is its port number, 0 for a "
+        "container port name)",
+    )
+    parser.add_argument(
         "--managed-by", metavar="NAME", help="only the slices of this manager (default: all)"
     )
     parser.add_argument(
@@ -147,6 +155,7 @@ async def _run(args: argparse.Namespace, annotation_prefix: str) -> int:
             namespace=args.namespace,
             services=args.service,
             selector=args.selector,
+            endpoint_selectors=args.endpoint_selector,
             managed_by=args.managed_by,
             policy=args.policy,
             gather=args.gather,
@@ -184,6 +193,8 @@ def main(argv: Sequence[str]) -> int:
     # Watch retries ("... failed, retrying") are the only log lines: one line each, on stderr.
     logging.basicConfig(level=logging.WARNING, format=f"{PROG}: %(message)s")
     try:
+        if args.endpoint_selector and (args.service or args.selector):
+            raise SelectorError("--endpoint-selector cannot be combined with --service/--selector")
         if args.selector is not None:
             parse_selector(args.selector)
         settings_argv = ["--kubeconfig", args.kubeconfig] if args.kubeconfig else []

@@ -438,3 +438,52 @@ async def test_parity_with_a_service_of_the_same_selector_and_ports() -> None:
             ]
             assert len(service_slices) == 4  # 7 pods at 3 per slice, and the 9090 one
             assert _packing(service_slices) == _packing(selector_slices(emu, "web"))
+
+
+async def test_the_endpoints_command_follows_an_endpoint_selector() -> None:
+    from tests.view.test_endpoints_cli import run_cli
+
+    async with run_emulator() as emu:
+        cluster(emu)
+        install_crd(emu)
+        pod(emu, "web-0", "10.1.0.1")
+        pod(emu, "web-1", "10.1.0.2", ready=False)
+        pod(
+            emu,
+            "web-2",
+            "10.1.0.3",
+            container_ports=[{"name": "http", "containerPort": 9090, "protocol": "TCP"}],
+        )
+        endpoint_selector(
+            emu, "named", match_labels={"app": "web"}, ports=[{"name": "web", "port": "http"}]
+        )
+        endpoint_selector(emu, "fixed", match_labels={"app": "web"})
+        # A Service of the same name as one of them: its (absent) slices stay out of the view.
+        service(emu, "named", selector={"app": "none"}, opt_in=False)
+        async with running_operator(emu) as op:
+            await eventually(lambda: len(selector_addresses(emu, "named")) == 3)
+            await eventually(lambda: len(selector_addresses(emu, "fixed")) == 3)
+            await settle(op)
+            kubeconfig = str(emu.kubeconfig_path)
+            code, out, err = await run_cli(
+                "--kubeconfig", kubeconfig, "--endpoint-selector", "named"
+            )
+            assert (code, err) == (0, "")
+            assert [line.split() for line in out.splitlines()] == [
+                ["NAMESPACE", "SERVICE", "PORT", "ADDRESS", "READY", "SERVING", "TERM", "NODE"],
+                [NS, "named", "web:0/TCP", "10.1.0.1:8080", "true", "true", "false", "node-a"],
+                [NS, "named", "web:0/TCP", "10.1.0.3:9090", "true", "true", "false", "node-a"],
+            ]
+            code, out, _ = await run_cli(
+                "--kubeconfig", kubeconfig, "--endpoint-selector", f"{NS}/fixed", "--policy", "all"
+            )
+            assert code == 0
+            assert [line.split()[2:5] for line in out.splitlines()[1:]] == [
+                ["http:8080/TCP", "10.1.0.1:8080", "true"],
+                ["http:8080/TCP", "10.1.0.2:8080", "false"],
+                ["http:8080/TCP", "10.1.0.3:8080", "true"],
+            ]
+            code, _, err = await run_cli(
+                "--kubeconfig", kubeconfig, "--endpoint-selector", "x", "--service", "y"
+            )
+            assert code == 2 and "cannot be combined" in err
