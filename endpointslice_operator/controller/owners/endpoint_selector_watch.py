@@ -107,13 +107,23 @@ def register_endpoint_selector_handler(
                     router.requeue([ENDPOINT_SELECTOR.key(namespace, name)])
                 return
             previous, entry = index.upsert(obj)
-            if previous is None or previous.body != entry.body:
+            if previous is None or _changed(previous.body, entry.body):
                 router.requeue([entry.key])
             status = status_patch(entry, obj.get("status"))
             if status is not None:
                 patch.status.update(status)
         except Exception:  # never let one object stop the others
             log.exception("failed to handle an EndpointSelector event for %s/%s", namespace, name)
+
+
+def _changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether what a sync reads changed (not merely the resourceVersion, as our own status
+    patch coming back changes it)."""
+    old_meta, new_meta = old["metadata"], new["metadata"]
+    return old["spec"] != new["spec"] or any(
+        old_meta.get(field) != new_meta.get(field)
+        for field in ("uid", "generation", "labels", "ownerReferences", "deletionTimestamp")
+    )
 
 
 async def serve_endpoint_selectors(
