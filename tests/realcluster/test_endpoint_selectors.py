@@ -14,7 +14,6 @@ import pytest
 import yaml
 
 from tests.realcluster import objects as o
-from tests.realcluster.conftest import Cluster
 from tests.realcluster.kube import (
     JSON,
     LABEL_MANAGED_BY,
@@ -337,18 +336,31 @@ async def test_service_name_label_only_when_owned_by_a_service(
 
 
 async def test_deleting_an_endpoint_selector_deletes_its_slices(
-    kube: Kube, ns: str, selector_operator: OperatorProcess, cluster: Cluster
+    kube: Kube, ns: str, selector_operator: OperatorProcess
 ) -> None:
+    """The garbage collector (through the ownerReference), and the operator itself where the
+    collector leaves them (orphan propagation stands for a cluster without one)."""
     await o.pod(kube, ns, "web-0", "10.1.0.1")
-    await create_selector(kube, ns, selector_body("web", {"matchLabels": {"app": "web"}}))
-    await until_selected(kube, ns, "web", {"10.1.0.1"})
-    await kube.delete(f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors/web")
+    for name in ("collected", "orphaned"):
+        await create_selector(kube, ns, selector_body(name, {"matchLabels": {"app": "web"}}))
+        await until_selected(kube, ns, name, {"10.1.0.1"})
+    path = f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors"
+    await kube.delete(f"{path}/collected")
+    await kube.delete(
+        f"{path}/orphaned",
+        {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Orphan"},
+    )
 
     async def gone() -> bool:
-        assert await selector_slices(kube, ns, "web") == []
+        assert await selector_slices(kube, ns, "collected") == []
+        assert await selector_slices(kube, ns, "orphaned") == []
         return True
 
     await eventually(gone, timeout=60)
+    deleted = await selector_operator.metric(
+        r'endpoint_slice_controller_changes\{operation="delete"\}'
+    )
+    assert deleted >= 1  # the orphaned one's slice, at least, went by the operator's hand
 
 
 async def test_a_restart_with_nothing_changed_writes_nothing(
