@@ -34,8 +34,9 @@ AREAS: list[str] = [
     "selectors",
 ]
 """Modules under ``benchmarks.figures``, run in this order."""
-REAL_AREAS: list[str] = ["real"]
-"""Run by ``--real`` (a real control plane from ``KUBEBUILDER_ASSETS``, KCM as the baseline)."""
+REAL_AREAS: list[str] = ["real", "dataplane"]
+"""Run by ``--real`` (a real control plane from ``KUBEBUILDER_ASSETS``, KCM as the baseline;
+``dataplane`` also needs root and kube-proxy, see benchmarks/figures/dataplane.py)."""
 
 
 def _format(value: float | None) -> str:

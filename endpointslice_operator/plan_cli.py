@@ -59,13 +59,13 @@ from endpointslice_operator.controller.owners.endpoint_selector import (
     validate as validate_endpoint_selector,
 )
 from endpointslice_operator.reconciler import (
-    LABEL_SKIP_MIRROR,
     Plan,
     ReconcilerConfig,
     plan_endpoints,
     plan_mirroring,
     plan_service,
 )
+from endpointslice_operator.reconciler.core_endpoints import our_endpoints_labels
 from endpointslice_operator.reconciler.endpoint_selector import (
     API_VERSION as SELECTOR_API_VERSION,
 )
@@ -555,7 +555,7 @@ def plan_manifests(
                 pods,
                 existing_endpoints,
                 trigger_time=trigger_time,
-                extra_labels={LABEL_SKIP_MIRROR: "true", LABEL_MANAGED_BY: config.controller_name},
+                extra_labels=our_endpoints_labels(config.controller_name),
             )
             if endpoints_plan.endpoints is not None and endpoints_plan.action != "none":
                 result.writes.append((endpoints_plan.action, endpoints_plan.endpoints))

@@ -629,6 +629,7 @@ def test_write_endpoints_plans_the_endpoints_object(
     assert endpoints["metadata"]["labels"] == {
         "app": "web",
         MANAGED_BY: "endpointslice-operator.io",
+        "endpoints.kubernetes.io/managed-by": "endpointslice-operator.io",
         "endpointslice.kubernetes.io/skip-mirror": "true",
     }
     [subset] = endpoints["subsets"]

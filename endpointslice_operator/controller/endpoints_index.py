@@ -23,15 +23,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from endpointslice_operator.controller.on_demand import OnDemand
+from endpointslice_operator.reconciler.core_endpoints import LABEL_ENDPOINTS_MANAGED_BY
 
 __all__ = ["LABEL_ENDPOINTS_MANAGED_BY", "LABEL_MANAGED_BY", "EndpointsIndex", "endpoints_key"]
 
 LABEL_MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
 """The label marking our Endpoints: the same key and value as on our EndpointSlices."""
-LABEL_ENDPOINTS_MANAGED_BY = "endpoints.kubernetes.io/managed-by"
-"""Upstream's own marker for a controller's Endpoints (KEP-4974; kube-controller-manager
-v1.33+ writes ``endpoint-controller``): ours carry it too, with our controller name. Either
-label with our name makes an Endpoints object ours."""
 
 
 def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -62,6 +59,7 @@ class EndpointsIndex(OnDemand):
         return len(self._entries)
 
     def is_ours(self, obj: Mapping[str, Any] | None) -> bool:
+        """Either managed-by label (ours carry both) with our name."""
         if obj is None:
             return False
         labels = _metadata(obj).get("labels")

@@ -36,16 +36,15 @@ from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from endpointslice_operator.controller.budget import WriteBudget
-from endpointslice_operator.controller.endpoints_index import (
-    LABEL_ENDPOINTS_MANAGED_BY,
-    LABEL_MANAGED_BY,
-    EndpointsIndex,
-)
+from endpointslice_operator.controller.endpoints_index import EndpointsIndex
 from endpointslice_operator.controller.endpoints_writer import EndpointsWriter
 from endpointslice_operator.controller.events import WARNING, EventRecorder
 from endpointslice_operator.controller.indexes import Indexes, ServiceEntry, split_key
 from endpointslice_operator.controller.writer import ApiError
-from endpointslice_operator.reconciler.core_endpoints import LABEL_SKIP_MIRROR, plan_endpoints
+from endpointslice_operator.reconciler.core_endpoints import (
+    our_endpoints_labels,
+    plan_endpoints,
+)
 from endpointslice_operator.reconciler.sources import AddressSource
 from endpointslice_operator.reconciler.trigger_time import TriggerTimeTracker, parse_time
 
@@ -101,11 +100,7 @@ class EndpointsSyncer:
         self.source_annotation = source_annotation
         """``<prefix>/source``: a Service whose source is not ``pods`` gets no Endpoints of
         ours (its Endpoints object is the mirroring's input)."""
-        self.labels = {
-            LABEL_SKIP_MIRROR: "true",
-            LABEL_MANAGED_BY: managed_by,
-            LABEL_ENDPOINTS_MANAGED_BY: managed_by,
-        }
+        self.labels = our_endpoints_labels(managed_by)
         self.trigger_times = TriggerTimeTracker()
         self._conflicts: set[str] = set()
         self.writes = 0

@@ -8,10 +8,12 @@ from .compact import compact_slice
 from .config import ReconcilerConfig
 from .core_endpoints import (
     ANNOTATION_OVER_CAPACITY,
+    LABEL_ENDPOINTS_MANAGED_BY,
     LABEL_SKIP_MIRROR,
     EndpointsPlan,
     endpoint_subsets_for_service,
     endpoints_need_update,
+    our_endpoints_labels,
     plan_endpoints,
     repack_subsets,
     truncate_subsets,
@@ -65,6 +67,7 @@ __all__ = [
     "ANNOTATION_OVER_CAPACITY",
     "ANNOTATION_TOPOLOGY_AWARE_HINTS",
     "ANNOTATION_TOPOLOGY_MODE",
+    "LABEL_ENDPOINTS_MANAGED_BY",
     "LABEL_HEADLESS",
     "LABEL_MANAGED_BY",
     "LABEL_SERVICE_NAME",
@@ -107,6 +110,7 @@ __all__ = [
     "labels_from_service",
     "mirrored_annotations",
     "mirroring_labels",
+    "our_endpoints_labels",
     "plan_endpoints",
     "plan_mirroring",
     "plan_service",

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from .desired import IPV6
 from .ipaddr import canonical_ip
-from .labels import LABEL_HEADLESS, LAST_CHANGE_TRIGGER_TIME, format_trigger_time
+from .labels import LABEL_HEADLESS, LABEL_MANAGED_BY, LAST_CHANGE_TRIGGER_TIME, format_trigger_time
 from .labels import is_service_ip_set as _is_service_ip_set
 from .ports import find_port, service_ports
 from .records import PodRecord, as_pod_record
@@ -34,12 +34,14 @@ from .sources import AddressSource, LeftOut
 
 __all__ = [
     "ANNOTATION_OVER_CAPACITY",
+    "LABEL_ENDPOINTS_MANAGED_BY",
     "LABEL_SKIP_MIRROR",
     "MAX_ENDPOINTS_CAPACITY",
     "OVER_CAPACITY_TRUNCATED",
     "EndpointsPlan",
     "endpoint_subsets_for_service",
     "endpoints_need_update",
+    "our_endpoints_labels",
     "plan_endpoints",
     "repack_subsets",
     "subsets_equal",
@@ -47,12 +49,28 @@ __all__ = [
 ]
 
 LABEL_SKIP_MIRROR = "endpointslice.kubernetes.io/skip-mirror"
+LABEL_ENDPOINTS_MANAGED_BY = "endpoints.kubernetes.io/managed-by"
+"""Upstream's marker for the controller that wrote an Endpoints object (KEP-4974;
+kube-controller-manager v1.33+ writes ``endpoint-controller``)."""
 ANNOTATION_OVER_CAPACITY = "endpoints.kubernetes.io/over-capacity"
 OVER_CAPACITY_TRUNCATED = "truncated"
 MAX_ENDPOINTS_CAPACITY = 1000
 """Upstream ``maxCapacity``: addresses (ready and not ready) one Endpoints object holds."""
 
 _DEFAULT_EXTRA_LABELS: Mapping[str, str] = {LABEL_SKIP_MIRROR: "true"}
+
+
+def our_endpoints_labels(controller_name: str) -> dict[str, str]:
+    """The labels a controller other than kube-controller-manager puts on its Endpoints: its
+    name under both managed-by keys (the EndpointSlice one, as on its slices, and upstream's
+    Endpoints one), and ``skip-mirror`` so that no mirroring controller turns the object into
+    a second set of slices. Pass them as ``extra_labels`` to :func:`plan_endpoints`."""
+    return {
+        LABEL_SKIP_MIRROR: "true",
+        LABEL_MANAGED_BY: controller_name,
+        LABEL_ENDPOINTS_MANAGED_BY: controller_name,
+    }
+
 
 _SENTINEL_PORT = -1
 """Upstream keeps addresses of a subset without ports under a port ``-1`` while repacking."""

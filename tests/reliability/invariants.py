@@ -33,6 +33,7 @@ SKIP_MIRROR = "endpointslice.kubernetes.io/skip-mirror"
 CONTROLLER_NAME_LABEL = "service.kubernetes.io/endpoint-controller-name"
 LABEL_SERVICE_NAME = "kubernetes.io/service-name"
 LABEL_MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
+ENDPOINTS_MANAGED_BY = "endpoints.kubernetes.io/managed-by"
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 
 JSON = dict[str, Any]
@@ -188,7 +189,11 @@ def check(emu: Emulator, config: ReconcilerConfig | None = None) -> Report:
                 service,
                 pods,
                 current,
-                extra_labels={SKIP_MIRROR: "true", LABEL_MANAGED_BY: MANAGED_BY},
+                extra_labels={
+                    SKIP_MIRROR: "true",
+                    LABEL_MANAGED_BY: MANAGED_BY,
+                    ENDPOINTS_MANAGED_BY: MANAGED_BY,
+                },
             )
             if wanted.action != "none":
                 report.pending_writes["/".join(key) + " (Endpoints)"] = 1
