@@ -88,4 +88,5 @@ def test_selectors() -> None:
     # Nothing changed since the slices (and statuses) were written: no writes, either kind.
     assert figures["selectors_startup_writes"].value == 0
     assert figures["selectors_startup_writes"].baseline == 0
-    assert figures["selectors_cpu_us_per_event"].value > 0
+    # (CPU per flip is read from /proc in 10 ms ticks: 30 tiny-mode flips may show 0.)
+    assert figures["selectors_events_per_s"].value > 0
