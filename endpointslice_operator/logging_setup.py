@@ -11,7 +11,8 @@ Levels: at ``info`` the operator logs start-up, leadership, problems and a perio
 (``Handler 'index-service' succeeded.``) are shown only at ``debug``. Chatty libraries are held
 back so that ``--log-level debug`` shows the operator's own detail: ``kubernetes_asyncio`` and
 Kopf's framework at ``info`` or above, aiohttp's per-request access log (probes, scrapes) at
-``warning`` or above.
+``warning`` or above. Kopf's line per failed request attempt (at ERROR) becomes one WARNING line
+per cause with a count (:class:`~endpointslice_operator.retry_log.CollapseRetries`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import logging
 import sys
 from datetime import UTC, datetime
 from typing import Any, TextIO
+
+from endpointslice_operator.retry_log import CollapseRetries
 
 __all__ = ["JsonFormatter", "TextFormatter", "configure_logging"]
 
@@ -129,6 +132,7 @@ def configure_logging(format: str, level: str, *, stream: TextIO | None = None) 
 
     handler = _OperatorHandler(stream if stream is not None else sys.stderr)
     handler.setFormatter(JsonFormatter() if format == "json" else TextFormatter())
+    handler.addFilter(CollapseRetries())  # Kopf's per-attempt retry lines: one per cause
 
     root = logging.getLogger()
     for existing in list(root.handlers):

@@ -93,6 +93,7 @@ async def watch_claims(
     client_timeout: float = 360.0,
     watermark: Watermark | None = None,
     on_reset: Callable[[str], None] | None = None,
+    on_suspect: Callable[[str], None] | None = None,
 ) -> None:
     """Discover, then list and watch ResourceClaims until cancelled.
 
@@ -158,6 +159,7 @@ async def watch_claims(
         client_timeout=client_timeout,
         watermark=watermark,
         on_reset=on_reset,
+        on_suspect=on_suspect,
         group_version=f"{GROUP}/{version}",
         on_listed=listed,
     )

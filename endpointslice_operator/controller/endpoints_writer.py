@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from kubernetes_asyncio.client import ApiClient
 
+from endpointslice_operator.controller.reset import WriteFence
 from endpointslice_operator.controller.writer import ObjectWriter
 
 __all__ = ["EndpointsWriter"]
@@ -17,7 +18,10 @@ __all__ = ["EndpointsWriter"]
 class EndpointsWriter(ObjectWriter):
     """The three Endpoints writes the operator makes."""
 
-    def __init__(self, api_client: ApiClient) -> None:
+    def __init__(self, api_client: ApiClient, *, fence: WriteFence | None = None) -> None:
         super().__init__(
-            api_client, "/api/v1/namespaces/{namespace}/endpoints", ("uid", "resourceVersion")
+            api_client,
+            "/api/v1/namespaces/{namespace}/endpoints",
+            ("uid", "resourceVersion"),
+            fence=fence,
         )

@@ -23,6 +23,7 @@ from typing import Any, cast
 from kubernetes_asyncio.client import ApiClient, CoreV1Api
 
 from endpointslice_operator.controller.budget import WriteBudget
+from endpointslice_operator.controller.reset import StateReset, WriteFence
 from endpointslice_operator.controller.writer import ApiError, raise_for_status
 
 __all__ = ["EVENT_SOURCE_COMPONENT", "NORMAL", "WARNING", "EventRecorder"]
@@ -74,8 +75,12 @@ class EventRecorder:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         cache_size: int = 4096,
         budget: WriteBudget | None = None,
+        fence: WriteFence | None = None,
     ) -> None:
         self._api = CoreV1Api(api_client)
+        self.fence = fence
+        """Events wait for it as the other writes do; none is written once it closed (an
+        Event about a state the API server no longer has would only mislead)."""
         self._budget = budget  # Events count against the write budget, as in client-go
         self._component = component
         self._instance = instance
@@ -145,6 +150,8 @@ class EventRecorder:
             }
             if self._budget is not None:
                 await self._budget.acquire()
+            if self.fence is not None:
+                await self.fence.admit()
             response = await self._api.create_namespaced_event(
                 namespace, cast(Any, body), _preload_content=False
             )
@@ -153,6 +160,10 @@ class EventRecorder:
             self._cache[key] = _Seen(event_name, 1, now)
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
+        except StateReset:
+            log.debug(
+                "Event %s on %s/%s not recorded: the server was reset", reason, namespace, name
+            )
         except Exception as exc:  # best effort: an Event must never fail a sync
             log.warning("could not record Event %s on %s/%s: %s", reason, namespace, name, exc)
 
@@ -173,6 +184,8 @@ class EventRecorder:
         try:
             if self._budget is not None:
                 await self._budget.acquire()
+            if self.fence is not None:
+                await self.fence.admit()
             response = await self._api.patch_namespaced_event(
                 seen.name, namespace, patch, _preload_content=False
             )

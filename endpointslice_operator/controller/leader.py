@@ -48,6 +48,7 @@ from kubernetes_asyncio.client import ApiClient, CoordinationV1Api
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from endpointslice_operator.metrics import OperatorMetrics
+from endpointslice_operator.retry_log import RetryLog
 
 __all__ = ["LeaderElector", "LeaseRecord", "default_identity"]
 
@@ -129,6 +130,7 @@ class LeaderElector:
         metrics: OperatorMetrics | None = None,
         wall_clock: Callable[[], datetime] | None = None,
         rng: random.Random | None = None,
+        may_release: Callable[[], bool] | None = None,
     ) -> None:
         # client-go's config validation
         if lease_duration <= renew_deadline:
@@ -148,6 +150,10 @@ class LeaderElector:
         self._metrics = metrics
         self._wall_clock = wall_clock or (lambda: datetime.now(UTC))
         self._rng = rng or random.Random()
+        self._may_release = may_release
+        self._retries = RetryLog(logger, f"Leader election (Lease {namespace}/{name})")
+        """Asked before releasing: False leaves the Lease to expire (the operator's state was
+        reset, and a write from this term would reach a state that never knew it)."""
 
         self._observed: LeaseRecord | None = None  # last record seen or written
         self._observed_at = 0.0  # loop time when _observed last changed
@@ -312,27 +318,44 @@ class LeaderElector:
             stopped.cancel()
 
     async def _attempt(self, deadline: float) -> bool:
-        """One tryAcquireOrRenew, bounded by ``deadline`` (loop time); errors count as failure."""
+        """One tryAcquireOrRenew, bounded by ``deadline`` (loop time); errors count as failure
+        (logged once per cause, with a count: see :class:`~endpointslice_operator.retry_log.
+        RetryLog`)."""
         remaining = deadline - asyncio.get_running_loop().time()
         if remaining <= 0:
             return False
         try:
             async with asyncio.timeout(remaining):
-                return await self._try_acquire_or_renew()
+                done = await self._try_acquire_or_renew()
         except TimeoutError:
-            logger.warning("Leader election: the API did not answer within %.1fs", remaining)
+            self._retries.failed(f"the API did not answer within {remaining:.1f}s")
         except ApiException as exc:
             if exc.status == 409:
                 logger.debug("Leader election: Lease update conflict (%s)", exc.reason)
+            elif exc.status == 403:
+                self._retries.failed(self._forbidden(exc))
             else:
-                logger.warning("Leader election: API error %s %s", exc.status, exc.reason)
+                self._retries.failed(f"API error {exc.status} {exc.reason}")
         except (aiohttp.ClientError, OSError) as exc:
-            logger.warning("Leader election: cannot reach the API: %s", exc)
+            self._retries.failed(f"cannot reach the API: {exc}")
         except Exception as exc:
             # Anything else from the client (e.g. a closed session) is a failed attempt too:
             # the election loop must keep its timing, not crash.
-            logger.warning("Leader election attempt failed: %r", exc)
+            self._retries.failed(repr(exc))
+        else:
+            self._retries.succeeded()
+            return done
         return False
+
+    def _forbidden(self, exc: ApiException) -> str:
+        """What a 403 means here, and what to set."""
+        return (
+            f"forbidden (403) to read or write the Lease {self.name!r} in namespace "
+            f"{self.namespace!r}: {exc.reason}. Grant get, create and update on "
+            "coordination.k8s.io leases in that namespace, or put the Lease in a namespace "
+            "where it may: set --lease-namespace (ENDPOINTSLICE_OPERATOR_LEASE_NAMESPACE), "
+            "else POD_NAMESPACE (the Downward API's metadata.namespace) is used"
+        )
 
     async def _try_acquire_or_renew(self) -> bool:
         loop = asyncio.get_running_loop()
@@ -411,6 +434,11 @@ class LeaderElector:
         Idempotent; does nothing (and returns True) when the Lease is not ours.
         """
         if not self._holds_lease() or self._observed is None:
+            return True
+        if self._may_release is not None and not self._may_release():
+            logger.info(
+                "Leaving the Lease %s/%s to expire (not released)", self.namespace, self.name
+            )
             return True
         now_wall = _micro_time(self._wall_clock())
         record = LeaseRecord("", 1, now_wall, now_wall, self._observed.transitions)

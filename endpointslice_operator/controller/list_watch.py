@@ -12,15 +12,23 @@ Kopf. Each event goes straight to the router, with Kopf's conventions:
 * the listing is paginated (``limit``/``continue``) and each listed object is delivered with
   event type ``None``; the router's re-listing logic relies on that to find objects deleted
   while no watch was running;
-* the watch resumes from the last resourceVersion seen (events and bookmarks); the server ends
-  each watch after ``server_timeout`` seconds and it is started again from there;
+* the watch resumes from the last resourceVersion seen (events and bookmarks), as client-go's
+  reflector does: when the server ends it (after ``server_timeout`` seconds) and also when the
+  connection breaks mid-stream (kube-apiserver killed, a load balancer cutting it: aiohttp's
+  ``ClientPayloadError``/``TransferEncodingError``, a read timeout). Resuming from the version
+  the watch *started* at would deliver every event since again, and that version may have been
+  compacted meanwhile (410, a full re-list);
 * ``410 Gone`` (on a watch or in its stream, or an expired ``continue`` token) means the
   version is too old, and ``ResourceVersionTooLarge`` that the server is behind it (its state
   was reset): list again (at once, unless the last listing is less than ``backoff`` seconds
-  old). Other failures are retried after ``backoff`` seconds.
+  old). Other failures are retried after ``backoff`` seconds, logged once per cause with a
+  count (:class:`~endpointslice_operator.retry_log.RetryLog`), not once per attempt.
 * every resourceVersion delivered goes into the shared :class:`~.reset.Watermark`; a listing
-  whose resourceVersion is below the one this watch had reached calls ``on_reset`` (see
-  :mod:`.reset`).
+  whose resourceVersion is below the one this watch had reached, or a resumed watch that
+  answers with an event older than the version it resumed from, calls ``on_reset`` (see
+  :mod:`.reset`). A broken watch, or a server saying it is behind the version asked for, calls
+  ``on_suspect``: the operator then asks the server for its current resourceVersion at once
+  (and holds its writes until it knows, see :class:`~.reset.WriteFence`).
 
 One watch per namespace when the operator is scoped to namespaces, else one cluster-wide.
 """
@@ -39,8 +47,10 @@ from endpointslice_operator.controller.json_codec import load_bytes
 from endpointslice_operator.controller.reset import (
     Watermark,
     is_too_large_resource_version,
+    parse_version,
 )
 from endpointslice_operator.controller.writer import ApiError, raise_for_status
+from endpointslice_operator.retry_log import RetryLog
 
 __all__ = ["KINDS", "ListWatcher"]
 
@@ -56,6 +66,20 @@ KINDS = ("pods", "services", "endpointslices", "endpoints")
 
 class _Expired(Exception):
     """The resourceVersion or continue token is too old (or ahead of the server): list again."""
+
+    def __init__(self, too_large: bool = False) -> None:
+        super().__init__()
+        self.too_large = too_large
+
+
+class _Position:
+    """Where one scope's watch has got to: the last resourceVersion delivered (event or
+    bookmark), kept up to date while the stream runs so that a broken stream resumes there."""
+
+    __slots__ = ("version",)
+
+    def __init__(self, version: str) -> None:
+        self.version = version
 
 
 def _must_relist(status: int, body: Mapping[str, Any]) -> bool:
@@ -78,6 +102,7 @@ class ListWatcher:
         page_size: int = PAGE_SIZE,
         watermark: Watermark | None = None,
         on_reset: Callable[[str], None] | None = None,
+        on_suspect: Callable[[str], None] | None = None,
         group_version: str = "",
         on_listed: Callable[[str | None], None] | None = None,
         on_listing: Callable[[str | None], None] | None = None,
@@ -127,6 +152,9 @@ class ListWatcher:
         self._page_size = page_size
         self._watermark = watermark if watermark is not None else Watermark()
         self._on_reset = on_reset
+        self._on_suspect = on_suspect
+        """Called when the connection to the server broke or the server said it is behind a
+        version already seen: a reason to check at once whether its state was reset."""
         self._on_listed = on_listed
         """Called after every completed listing with its scope (a namespace, None for the
         whole cluster): each scope is listed on its own."""
@@ -147,30 +175,41 @@ class ListWatcher:
 
     async def _run_scope(self, namespace: str | None) -> None:
         loop = asyncio.get_running_loop()
-        version: str | None = None
+        retries = RetryLog(log, f"{self.kind} watch in {namespace or 'all namespaces'}")
+        position: _Position | None = None
         listed_at = -float("inf")
         while True:
             try:
-                if version is None:
+                if position is None:
                     listed_at = loop.time()
                     # A listing is a consistent read: never behind anything served before it.
                     seen = self._watermark.value
-                    version = await self._list(namespace)
-                    self._check_listing(namespace, seen, version)
-                version = await self._watch(namespace, version)
-            except _Expired:
+                    position = _Position(await self._list(namespace))
+                    retries.succeeded()
+                    self._check_listing(namespace, seen, position.version)
+                await self._watch(namespace, position, retries)
+            except _Expired as expired:
                 log.debug(
                     "%s watch in %s: version expired, listing again", self.kind, namespace or "*"
                 )
-                version = None
+                if expired.too_large:
+                    self._suspect(f"{self.kind}: the server is behind a resourceVersion seen")
+                position = None
                 if loop.time() - listed_at < self._backoff:
                     # Expired again right after a listing: do not hammer the API server.
                     await asyncio.sleep(self._backoff)
             except (aiohttp.ClientError, TimeoutError, ApiError, ValueError) as exc:
                 if self._fail_fast and not self.listings:
                     raise
-                log.warning("%s watch in %s failed, retrying: %s", self.kind, namespace or "*", exc)
+                # Resumed from ``position``: the last version delivered, wherever it broke.
+                # One line per cause of failures, with a count (not one per attempt).
+                retries.failed(exc)
+                self._suspect(f"{self.kind} watch failed: {exc}")
                 await asyncio.sleep(self._backoff)
+
+    def _suspect(self, reason: str) -> None:
+        if self._on_suspect is not None:
+            self._on_suspect(reason)
 
     def _check_listing(self, namespace: str | None, seen: int, listed: str) -> None:
         if self._watermark.is_behind(listed, seen):
@@ -215,12 +254,14 @@ class ListWatcher:
                 return str(metadata.get("resourceVersion") or "")
             await asyncio.sleep(0)  # let the rest of the operator run between pages
 
-    async def _watch(self, namespace: str | None, version: str) -> str:
-        """One watch request from ``version``; returns the last version seen when it ends."""
+    async def _watch(self, namespace: str | None, position: _Position, retries: RetryLog) -> None:
+        """One watch request from ``position``, which follows every version delivered (so
+        that it is where to resume however the request ends)."""
+        start = position.version
         response = await self._call(
             namespace,
             watch=True,
-            resource_version=version,
+            resource_version=start,
             allow_watch_bookmarks=True,
             timeout_seconds=int(self._server_timeout),
             _request_timeout=aiohttp.ClientTimeout(
@@ -232,8 +273,10 @@ class ListWatcher:
                 await raise_for_status(response)
             except ApiError as exc:
                 if _must_relist(exc.status, exc.body):
-                    raise _Expired from exc
+                    raise _Expired(is_too_large_resource_version(exc.body)) from exc
                 raise
+        retries.succeeded()
+        floor = parse_version(start)
         try:
             async for line in response.content:
                 if line.isspace():
@@ -246,17 +289,27 @@ class ListWatcher:
                 if kind == "ERROR":
                     code = int(obj.get("code") or 500)
                     if _must_relist(code, obj):
-                        raise _Expired
+                        raise _Expired(is_too_large_resource_version(obj))
                     raise ApiError(code, obj)
                 metadata = obj.get("metadata")
                 if isinstance(metadata, Mapping) and metadata.get("resourceVersion"):
                     version = str(metadata["resourceVersion"])
+                    number = parse_version(version)
+                    if floor is not None and number is not None and number < floor:
+                        # A watch only ever delivers what came after the version it resumed
+                        # from: this server's history went back.
+                        if self._on_reset is not None:
+                            self._on_reset(
+                                f"a {self.kind} watch resumed at resourceVersion {start} "
+                                f"delivered {version}"
+                            )
+                        raise _Expired
                     self._watermark.observe(version)
+                    position.version = version
                 if kind in ("ADDED", "MODIFIED", "DELETED"):
                     self._deliver(kind, obj)
         finally:
             response.release()
-        return version
 
     def _deliver(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         try:

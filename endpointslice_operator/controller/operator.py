@@ -19,8 +19,11 @@
   its indexes warm; the leader builds a fresh queue, queues every relevant Service once and
   runs the workers; losing the Lease stops them; stopping releases the Lease.
 * A reset API server (its resourceVersions went backwards, see :mod:`.reset`) ends the round:
-  workers, Lease, watches and Kopf stop, every index is dropped, ``/readyz`` turns false, and a
-  new round starts from fresh listings, as a restart of the process would.
+  its write fence closes at once (no write, no Event from the old caches goes out any more),
+  the workers are cancelled and their queue dropped, the Lease is left as it is (no release
+  into a state that never knew this term), watches and Kopf stop, every index is dropped,
+  ``/readyz`` turns false, and a new round starts from fresh listings, as a restart of the
+  process would; only then can the Lease be taken again.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import socket
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
+import aiohttp
 import kopf
 from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api, DiscoveryV1Api
 
@@ -41,7 +45,7 @@ from endpointslice_operator.controller.api_client import OperatorApiClient, reso
 from endpointslice_operator.controller.budget import WriteBudget
 from endpointslice_operator.controller.claim_watch import watch_claims
 from endpointslice_operator.controller.endpoints_index import LABEL_MANAGED_BY, EndpointsIndex
-from endpointslice_operator.controller.endpoints_sync import EndpointsSyncer
+from endpointslice_operator.controller.endpoints_sync import EndpointsSyncer, EndpointsSyncError
 from endpointslice_operator.controller.endpoints_writer import EndpointsWriter
 from endpointslice_operator.controller.events import EventRecorder
 from endpointslice_operator.controller.handlers import EventRouter, register_handlers
@@ -56,7 +60,7 @@ from endpointslice_operator.controller.kopf_wiring import (
 )
 from endpointslice_operator.controller.leader import LeaderElector
 from endpointslice_operator.controller.list_watch import KINDS, ListWatcher
-from endpointslice_operator.controller.mirroring import MirroringSyncer
+from endpointslice_operator.controller.mirroring import MirroringSyncer, MirroringSyncError
 from endpointslice_operator.controller.networks import NetworkAnnotations
 from endpointslice_operator.controller.owners import ENDPOINT_SELECTOR, OwnerSyncs
 from endpointslice_operator.controller.owners.endpoint_selector import (
@@ -67,9 +71,15 @@ from endpointslice_operator.controller.owners.endpoint_selector_watch import (
     serve_endpoint_selectors,
 )
 from endpointslice_operator.controller.queue import ServiceQueue
-from endpointslice_operator.controller.reset import RESET_PROBE_INTERVAL, Watermark
+from endpointslice_operator.controller.reset import (
+    RESET_PROBE_INTERVAL,
+    SUSPECT_PROBE_INTERVAL,
+    StateReset,
+    Watermark,
+    WriteFence,
+)
 from endpointslice_operator.controller.summary import run_summaries
-from endpointslice_operator.controller.sync import ServiceSyncer
+from endpointslice_operator.controller.sync import ServiceSyncer, SyncError
 from endpointslice_operator.controller.writer import ApiError, SliceWriter, raise_for_status
 from endpointslice_operator.metrics import OperatorMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
@@ -91,6 +101,8 @@ READINESS_POLL_INTERVAL = 0.05
 READINESS_RECOUNT_INTERVAL = 2.0
 """How often the expected counts are asked from the API server again."""
 SHUTDOWN_TIMEOUT = 10.0
+PROBE_TIMEOUT = 10.0
+"""Seconds a resourceVersion probe may take (an unanswered one counts as failed)."""
 ALWAYS_WATCHED = ("pods", "services", "endpointslices")
 """The kinds of :data:`.list_watch.KINDS` watched from the start (Endpoints: on demand)."""
 
@@ -165,6 +177,8 @@ class Operator:
         self._leading = asyncio.Event()
         self._kopf_stop: asyncio.Future[None] | None = None
         self._background: set[asyncio.Task[None]] = set()
+        self._fence: WriteFence | None = None
+        """The current round's write fence (see :mod:`.reset`)."""
 
     # -- public control ---------------------------------------------------------------------
 
@@ -191,6 +205,8 @@ class Operator:
         if self._reset_reason is not None or self._stop.is_set():
             return
         self._reset_reason = reason
+        if self._fence is not None:
+            self._fence.close(reason)  # first: no write of this round goes out any more
         log.warning("The API server's state was reset (%s); listing everything again", reason)
         self._ready.clear()
         if self.health is not None:
@@ -243,11 +259,15 @@ class Operator:
         budget = WriteBudget(
             self.settings.kube_api_qps, self.settings.kube_api_burst, metrics=self.metrics
         )
-        recorder = EventRecorder(api_client, instance=self.identity, budget=budget)
+        watermark = Watermark()
+        fence = WriteFence(watermark)
+        fence.on_reset = self._api_server_reset
+        self._fence = fence
+        recorder = EventRecorder(api_client, instance=self.identity, budget=budget, fence=fence)
         fresh = self.write_policy == "fresh"
         syncer = ServiceSyncer(
             indexes=self.indexes,
-            writer=SliceWriter(api_client),
+            writer=SliceWriter(api_client, fence=fence),
             recorder=recorder,
             metrics=self.metrics,
             config=self.config,
@@ -266,18 +286,20 @@ class Operator:
                     client_timeout=WATCH_CLIENT_TIMEOUT,
                     watermark=router.watermark,
                     on_reset=self._api_server_reset,
+                    on_suspect=fence.suspect,
                 )
             ),
             endpoints=EndpointsSyncer(
                 indexes=self.indexes,
                 index=self.indexes.endpoints,
-                writer=EndpointsWriter(api_client),
+                writer=EndpointsWriter(api_client, fence=fence),
                 # Upstream's Endpoints controller records as "endpoint-controller".
                 recorder=EventRecorder(
                     api_client,
                     component=ENDPOINTS_EVENT_COMPONENT,
                     instance=self.identity,
                     budget=budget,
+                    fence=fence,
                 ),
                 managed_by=self.settings.managed_by,
                 annotation=self.settings.endpoints_annotation,
@@ -289,12 +311,13 @@ class Operator:
         mirroring = MirroringSyncer(
             indexes=self.indexes,
             api_client=api_client,
-            writer=SliceWriter(api_client),
+            writer=SliceWriter(api_client, fence=fence),
             recorder=EventRecorder(
                 api_client,
                 component=MIRRORING_EVENT_COMPONENT,
                 instance=self.identity,
                 budget=budget,
+                fence=fence,
             ),
             config=self.config,
             source_annotation=self.settings.source_annotation,
@@ -316,6 +339,7 @@ class Operator:
             pressed=budget.pressed,
             backlog=budget.time_to_write,
         )
+        router.watermark = watermark
         router.mirrors = mirroring.mirrors
         endpoints_index = self.indexes.endpoints
         endpoints_index.start = lambda: self._spawn(
@@ -397,7 +421,7 @@ class Operator:
             asyncio.create_task(watch(kind), name=f"{kind}-watch") for kind in ALWAYS_WATCHED
         ]
         probe_task = asyncio.create_task(
-            self._probe_resets(api_client, router.watermark), name="reset-probe"
+            self._probe_resets(api_client, self._fence_of_round()), name="reset-probe"
         )
         summary_task = asyncio.create_task(
             run_summaries(self.metrics, self.indexes.counts), name="activity-summary"
@@ -555,6 +579,7 @@ class Operator:
             client_timeout=WATCH_CLIENT_TIMEOUT,
             watermark=router.watermark,
             on_reset=self._api_server_reset,
+            on_suspect=self._fence_of_round().suspect,
             on_listed=on_listed,
         )
 
@@ -645,28 +670,51 @@ class Operator:
             total += len(items) + int(remaining)
         return total
 
-    async def _probe_resets(self, api_client: ApiClient, watermark: Watermark) -> None:
-        """Every ``RESET_PROBE_INTERVAL``: is the server's resourceVersion behind what we saw?
+    def _fence_of_round(self) -> WriteFence:
+        assert self._fence is not None, "a round is running"
+        return self._fence
 
-        Resumed watches stay silent on a server whose state went back (see :mod:`.reset`), so
-        only asking can tell. One ``limit=1`` list of EndpointSlices (the operator may list
+    async def _probe_resets(self, api_client: ApiClient, fence: WriteFence) -> None:
+        """Is the server's resourceVersion behind what we saw? Asked every
+        ``RESET_PROBE_INTERVAL``, and at once when the fence suspects a reset (a watch or a
+        write lost its connection, the server said it is behind a version seen): then every
+        ``SUSPECT_PROBE_INTERVAL`` until the server answers, writes held meanwhile.
+
+        Resumed watches can stay silent on a server whose state went back (see :mod:`.reset`),
+        so only asking can tell. One ``limit=1`` list of EndpointSlices (the operator may list
         them in every scope it watches); a consistent read, so a lower version is a reset.
         """
         discovery = DiscoveryV1Api(api_client)
         namespaces = list(self.settings.namespaces)
+        watermark = fence.watermark
         while True:
-            await asyncio.sleep(RESET_PROBE_INTERVAL)
+            if fence.suspected:
+                await asyncio.sleep(SUSPECT_PROBE_INTERVAL)
+            else:
+                await fence.wait_for_suspicion(RESET_PROBE_INTERVAL)
             seen = watermark.value
             try:
                 if namespaces:
                     call = discovery.list_namespaced_endpoint_slice(
-                        namespaces[0], limit=1, _preload_content=False
+                        namespaces[0],
+                        limit=1,
+                        _preload_content=False,
+                        _request_timeout=PROBE_TIMEOUT,
                     )
                 else:
                     call = discovery.list_endpoint_slice_for_all_namespaces(
-                        limit=1, _preload_content=False
+                        limit=1, _preload_content=False, _request_timeout=PROBE_TIMEOUT
                     )
                 body = await raise_for_status(await call)
+            except ApiError as exc:
+                if exc.status in (401, 403):
+                    # Answered, but unreadable: the watches (which need the same permission)
+                    # report it; holding the writes on it would only stop the operator.
+                    log.debug("resourceVersion probe refused: %s", exc)
+                    fence.verified()
+                else:
+                    log.debug("resourceVersion probe failed: %s", exc)
+                continue
             except Exception as exc:  # the watches report their own failures
                 log.debug("resourceVersion probe failed: %s", exc)
                 continue
@@ -676,6 +724,9 @@ class Operator:
                     f"the server is at resourceVersion {current}, below the {seen} already seen"
                 )
                 return
+            if fence.suspected:
+                log.debug("the server is at resourceVersion %s: writes go again", current)
+            fence.verified()
 
     # -- leadership and workers -------------------------------------------------------------
 
@@ -696,6 +747,8 @@ class Operator:
             renew_deadline=self.renew_deadline,
             retry_period=self.retry_period,
             metrics=self.metrics,
+            # After a reset the Lease is not released: the restored state never knew this term.
+            may_release=lambda: self._reset_reason is None,
         )
 
         async def work(term_over: asyncio.Event) -> None:
@@ -712,8 +765,19 @@ class Operator:
             workers=self.settings.workers,
             qps=self.settings.qps,
             burst=self.settings.burst,
-            # Waiting for our own writes' watch echo is not a failure (see queue.py).
-            wait_errors=(StaleInformerCache,),
+            # Waiting for our own writes' watch echo is not a failure (see queue.py), nor a
+            # write refused after a reset (the queue is being dropped).
+            wait_errors=(StaleInformerCache, StateReset),
+            # Anything else is a bug: logged with its traceback (see queue.py).
+            expected_errors=(
+                SyncError,
+                MirroringSyncError,
+                EndpointsSyncError,
+                ApiError,
+                aiohttp.ClientError,
+                OSError,
+                TimeoutError,
+            ),
             metrics=self.metrics.workqueue,
         )
         self.queue = queue
@@ -736,8 +800,16 @@ class Operator:
             self._leading.clear()
             waiter.cancel()
             releaser.cancel()
-            await queue.stop(timeout=SHUTDOWN_TIMEOUT)
-            await asyncio.gather(runner, waiter, releaser, return_exceptions=True)
+            # After a reset, in-flight syncs work from caches the server no longer backs:
+            # cancelled at once (their writes are refused by the closed fence anyway).
+            grace = 0.0 if self._reset_reason is not None else SHUTDOWN_TIMEOUT
+            try:
+                await queue.stop(timeout=grace)
+            finally:
+                # Even when this is cancelled: the workers end before the Lease can be taken
+                # again by the next round or term.
+                runner.cancel()
+                await asyncio.gather(runner, waiter, releaser, return_exceptions=True)
             log.info("workers stopped")
 
     # -- health -----------------------------------------------------------------------------

@@ -39,6 +39,11 @@ kube-controller-manager's EndpointSlice controller feeds ``namespace/name`` keys
   caller may let go early; the operator holds pod-triggered syncs while its write budget is
   short, and lets them all go once changes stop (docs/performance.md, "Writes"). A key delayed
   for another reason (a retry, a requeue) keeps its deadline.
+* **Logs.** A failure of one of the ``expected_errors`` (a failed write, an unreachable API
+  server) is logged once per cause with a count, at WARNING
+  (:class:`~endpointslice_operator.retry_log.RetryLog`): during an API outage every Service
+  fails the same way, and that is one line. Any other exception is a bug: ERROR with its
+  traceback, once per key until the exception changes or the key syncs.
 * **Graceful stop.** ``stop()`` takes no new keys, lets in-flight handlers finish (or cancels
   them after ``timeout``) and drops whatever is still queued or delayed.
 
@@ -57,10 +62,14 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 
 from endpointslice_operator.metrics import WorkqueueMetrics
+from endpointslice_operator.retry_log import RetryLog
 
 __all__ = ["ItemExponentialBackoff", "ServiceQueue", "TokenBucket"]
 
 logger = logging.getLogger(__name__)
+
+MAX_RETRY_CAUSES = 256
+"""Causes of retries remembered for their log lines (the oldest forgotten first)."""
 
 Handler = Callable[[str], Awaitable[None]]
 
@@ -151,6 +160,7 @@ class ServiceQueue:
         wait_errors: Sequence[type[Exception]] = (),
         wait_backoff: tuple[float, float] = (0.1, 1.0),
         metrics: WorkqueueMetrics | None = None,
+        expected_errors: Sequence[type[BaseException]] = (Exception,),
     ) -> None:
         if workers < 1:
             raise ValueError("workers must be >= 1")
@@ -162,6 +172,9 @@ class ServiceQueue:
         self._backoff = ItemExponentialBackoff(base_backoff, max_backoff)
         self._wait_errors = tuple(wait_errors)
         self._waits = ItemExponentialBackoff(*wait_backoff)
+        self._expected = tuple(expected_errors)
+        self._retry_logs: dict[str, RetryLog] = {}  # cause -> its line, most recent last
+        self._unexpected: dict[str, str] = {}  # key -> the unexpected exception last logged
         self._bucket = TokenBucket(qps, burst)
         self._metrics = metrics
 
@@ -262,6 +275,7 @@ class ServiceQueue:
         """Reset ``key``'s backoffs (it stays queued if it is)."""
         self._backoff.forget(key)
         self._waits.forget(key)
+        self._unexpected.pop(key, None)
 
     def num_requeues(self, key: str) -> int:
         """Rate-limited adds of ``key`` since it was last forgotten."""
@@ -412,14 +426,7 @@ class ServiceQueue:
             return
         requeues = self.num_requeues(key)
         if requeues < self.max_retries:
-            logger.info(
-                "Error syncing %s, retrying (attempt %d of %d): %s",
-                key,
-                requeues + 1,
-                self.max_retries,
-                exc,
-                extra={"service": key, "queue": self.name},
-            )
+            self._log_retry(key, exc, requeues + 1)
             self.add_rate_limited(key)
             return
         self.forget(key)
@@ -433,6 +440,33 @@ class ServiceQueue:
             exc_info=exc,
             extra={"service": key, "queue": self.name},
         )
+
+    def _log_retry(self, key: str, exc: BaseException, attempt: int) -> None:
+        extra = {"service": key, "queue": self.name}
+        if not isinstance(exc, self._expected):
+            text = f"{type(exc).__name__}: {exc}"
+            if self._unexpected.get(key) == text:
+                logger.debug("Error syncing %s again, retrying: %s", key, text, extra=extra)
+                return
+            self._unexpected[key] = text
+            logger.error(
+                "Unexpected error syncing %s, retrying (attempt %d of %d): %s",
+                key,
+                attempt,
+                self.max_retries,
+                text,
+                exc_info=exc,
+                extra=extra,
+            )
+            return
+        cause = f"{type(exc).__name__}: {exc}"
+        retry_log = self._retry_logs.pop(cause, None)
+        if retry_log is None:
+            retry_log = RetryLog(logger, f"Work queue {self.name}: a sync")
+        self._retry_logs[cause] = retry_log  # the most recent last
+        while len(self._retry_logs) > MAX_RETRY_CAUSES:
+            del self._retry_logs[next(iter(self._retry_logs))]
+        retry_log.failed(exc, **extra)
 
     async def _get(self) -> str | None:
         """The next ready key (marked as processing), or None once the queue is stopping."""

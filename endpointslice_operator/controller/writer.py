@@ -13,10 +13,12 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import aiohttp
 from kubernetes_asyncio.client import ApiClient
 
 from endpointslice_operator.controller.direct_requests import DirectRequests, path_segment
 from endpointslice_operator.controller.json_codec import load_bytes
+from endpointslice_operator.controller.reset import WriteFence
 
 __all__ = ["ApiError", "ObjectWriter", "SliceWriter", "raise_for_status"]
 
@@ -90,14 +92,38 @@ class ObjectWriter:
     ``collection`` is the path of the kind's collection in a namespace, with ``{namespace}``
     in it. ``delete_preconditions`` are the metadata fields a delete carries as preconditions,
     so that it only ever removes the object the caller saw (never one re-created or taken over).
+    With a ``fence`` (:class:`~.reset.WriteFence`), every write waits for it first, a broken
+    connection makes it suspect a reset, and the answers of creates and replaces are checked
+    against the resourceVersions already seen.
     """
 
     def __init__(
-        self, api_client: ApiClient, collection: str, delete_preconditions: tuple[str, ...]
+        self,
+        api_client: ApiClient,
+        collection: str,
+        delete_preconditions: tuple[str, ...],
+        *,
+        fence: WriteFence | None = None,
     ) -> None:
         self._requests = DirectRequests(api_client)
         self._collection = collection
         self._preconditions = delete_preconditions
+        self.fence = fence
+
+    async def _send(self, method: str, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        fence = self.fence
+        if fence is None:
+            return await _written(await self._requests.request(method, path, body))
+        await fence.admit()
+        seen = fence.watermark.value
+        try:
+            answer = await _written(await self._requests.request(method, path, body))
+        except (aiohttp.ClientError, OSError) as exc:
+            fence.suspect(f"{method} {path} failed: {exc}")
+            raise
+        if method != "DELETE":
+            fence.written(answer, seen, f"{method} {path}")
+        return answer
 
     def _path(self, namespace: str, name: str = "") -> str:
         path = self._collection.format(namespace=path_segment(namespace))
@@ -106,7 +132,7 @@ class ObjectWriter:
     async def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         """POST (normally with ``metadata.generateName`` for slices); the stored object."""
         path = self._path(obj["metadata"]["namespace"])
-        return await _written(await self._requests.request("POST", path, obj))
+        return await self._send("POST", path, obj)
 
     async def replace(self, obj: Mapping[str, Any]) -> dict[str, Any]:
         """PUT by name.
@@ -116,7 +142,7 @@ class ObjectWriter:
         """
         metadata = obj["metadata"]
         path = self._path(metadata["namespace"], metadata["name"])
-        return await _written(await self._requests.request("PUT", path, obj))
+        return await self._send("PUT", path, obj)
 
     async def delete(self, obj: Mapping[str, Any]) -> bool:
         """DELETE, only if it is still the object we saw (the preconditions).
@@ -130,7 +156,7 @@ class ObjectWriter:
             body["preconditions"] = preconditions
         path = self._path(metadata["namespace"], metadata["name"])
         try:
-            await _written(await self._requests.request("DELETE", path, body))
+            await self._send("DELETE", path, body)
         except ApiError as exc:
             if exc.not_found:
                 return False
@@ -141,7 +167,10 @@ class ObjectWriter:
 class SliceWriter(ObjectWriter):
     """The three EndpointSlice writes the reconciler's plan needs (deletes: uid precondition)."""
 
-    def __init__(self, api_client: ApiClient) -> None:
+    def __init__(self, api_client: ApiClient, *, fence: WriteFence | None = None) -> None:
         super().__init__(
-            api_client, "/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices", ("uid",)
+            api_client,
+            "/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices",
+            ("uid",),
+            fence=fence,
         )

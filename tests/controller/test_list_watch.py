@@ -118,6 +118,32 @@ async def test_a_dropped_watch_resumes_from_its_version_without_listing_again() 
 
 
 @pytest.mark.looptime
+async def test_a_watch_cut_mid_stream_resumes_from_the_last_version_delivered() -> None:
+    """client-go's reflector semantics: a stream that breaks (the emulator aborts the
+    connection, as a killed kube-apiserver does) resumes from the last version it delivered,
+    not from the one it started at: no event twice, no new listing."""
+    drops = FaultConfig(watch_drop_seconds=5.0, fault_resources={"pods"})
+    async with run_emulator(faults=drops) as emu:
+        emu.store.create_namespace("e2e")
+        pod(emu, "web-0", "10.1.0.1")
+        recorder = Recorder()
+        async with watching(emu, recorder, backoff=1.0) as watcher:
+            await eventually(lambda: watcher.listings == 1)
+            for i in range(1, 7):  # events in every window, each window cut mid-stream
+                pod(emu, f"web-{i}", f"10.1.0.{i + 1}")
+                set_ready(emu, f"web-{i}", False)
+                await asyncio.sleep(2.5)
+            await eventually(lambda: emu.faults_injected["watch_drop"] >= 4, timeout=60)
+            await eventually(lambda: ("MODIFIED", "e2e/web-6") in recorder.seen, timeout=30)
+            await asyncio.sleep(12)  # two more cuts, nothing new: nothing delivered again
+            assert watcher.listings == 1 and _lists(emu) == 1
+        expected = [(None, "e2e/web-0")]
+        for i in range(1, 7):
+            expected += [("ADDED", f"e2e/web-{i}"), ("MODIFIED", f"e2e/web-{i}")]
+        assert recorder.seen == expected
+
+
+@pytest.mark.looptime
 async def test_410_gone_lists_again() -> None:
     drops = FaultConfig(watch_drop_seconds=3.0, fault_resources={"pods"})
     async with run_emulator(faults=drops) as emu:

@@ -317,9 +317,59 @@ async def test_wait_errors_do_not_spend_the_retry_budget(
     # (1 s) and the next wait continues the wait backoff (1 s, capped).
     assert len(handler.calls) == 43
     assert handler.gaps == pytest.approx([0.1, 0.2, 0.4, 0.8] + [1.0] * 36 + [1.0, 1.0])
-    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    # the one real failure is one WARNING line; the waits log nothing above DEBUG
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO] == [
+        "Work queue endpoint_slice: a sync failed, retrying: apiserver says no"
+    ]
     assert dropped(metrics) == 0
     assert queue.num_requeues("ns/svc") == 0  # forgotten after the final success
+
+
+class Unreachable(Exception):
+    """Stands for an expected failure (a write to an unreachable API server)."""
+
+
+async def test_retries_of_one_cause_are_one_line_and_a_bug_is_an_error_with_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 28, item 7: during an outage every Service fails the same way: one WARNING line
+    with a count (at most one per minute while it goes on), not one per attempt; an unexpected
+    exception is ERROR with its traceback, once per Service until it changes."""
+    queue = ServiceQueue(expected_errors=(Unreachable,), max_retries=100, qps=1000, burst=1000)
+    keys = [f"ns/svc-{i}" for i in range(20)]
+    outage_until = 300.0
+    bugs = {"ns/buggy": ["boom"] * 5 + ["bang"] * 3}
+
+    async def behave(key: str) -> None:
+        if key in bugs:
+            if bugs[key]:
+                raise RuntimeError(bugs[key].pop(0))
+            return
+        if asyncio.get_running_loop().time() < outage_until:
+            raise Unreachable("Cannot connect to host 127.0.0.1:6443")
+
+    handler = Recorder(behave)
+    for key in [*keys, "ns/buggy"]:
+        queue.add(key)
+    with caplog.at_level(logging.DEBUG, logger="endpointslice_operator.controller.queue"):
+        await run_until_idle(queue, handler)
+    attempts = len([k for k in handler.keys if k != "ns/buggy"])
+    assert attempts > 20 * 8  # every Service retried, many times over the 300 s
+    shown = [r for r in caplog.records if r.levelno >= logging.INFO]
+    warnings = [r.getMessage() for r in shown if r.levelno == logging.WARNING]
+    assert warnings[0] == (
+        "Work queue endpoint_slice: a sync failed, retrying: Cannot connect to host 127.0.0.1:6443"
+    )
+    # then at most one line a minute, with the count so far
+    assert 1 <= len(warnings) <= 1 + 300 / 60, warnings
+    assert all("still failing after" in w for w in warnings[1:])
+    errors = [r for r in shown if r.levelno == logging.ERROR]
+    assert [r.getMessage() for r in errors] == [
+        "Unexpected error syncing ns/buggy, retrying (attempt 1 of 100): RuntimeError: boom",
+        "Unexpected error syncing ns/buggy, retrying (attempt 6 of 100): RuntimeError: bang",
+    ]
+    assert all(r.exc_info is not None for r in errors)  # with the traceback
+    assert len(shown) <= len(warnings) + len(errors) + 1  # and at most one "recovered" line
 
 
 async def test_a_burst_of_adds_while_waiting_drops_nothing() -> None:

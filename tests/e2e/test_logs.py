@@ -7,6 +7,7 @@ import asyncio
 import io
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +25,7 @@ from tests.e2e.harness import (
     service,
     settle,
 )
+from tests.e2e.proxy import CuttableProxy
 
 pytestmark = pytest.mark.looptime
 
@@ -83,3 +85,48 @@ def test_describe_counts_what_changed_between_readings() -> None:
         "in the last 1m30s: 2 syncs (1 failed, 0 stale), EndpointSlices 0 created, 2 updated, "
         "0 deleted; cached 3 Services, 7 pods, 0 nodes, 0 EndpointSlices"
     )
+
+
+OUTAGE = 120.0
+
+
+async def test_an_api_outage_logs_one_line_per_cause_not_per_retry(
+    log_stream: io.StringIO, tmp_path: Path
+) -> None:
+    """Issue 28, item 7: the API server unreachable for two minutes (the connections cut and
+    refused, as a killed kube-apiserver): each retrying thing (three watches, Kopf's Node
+    watch, the leader election) logs one WARNING line per cause, then one with a count a
+    minute; no Kopf ERROR line; and the operator carries on when the server is back."""
+    async with run_emulator() as emu:
+        cluster(emu)
+        emu.store.create_namespace("operators")
+        service(emu, "web", selector={"app": "web"})
+        pod(emu, "web-0", "10.1.0.1")
+        proxy = CuttableProxy("127.0.0.1", emu.port)
+        await proxy.start()
+        try:
+            kubeconfig = proxy.kubeconfig(Path(emu.kubeconfig_path), tmp_path / "kc.yaml")
+            async with running_operator(
+                emu, kubeconfig=kubeconfig, leader_election=True, lease_namespace="operators"
+            ) as op:
+                await eventually(lambda: addresses(emu, "web") == {"10.1.0.1"})
+                await settle(op)
+                before = len(log_stream.getvalue())
+                await proxy.kill()
+                await asyncio.sleep(OUTAGE)
+                lines = log_stream.getvalue()[before:].splitlines()
+                proxy.cut = False  # the server is back
+                pod(emu, "web-1", "10.1.0.2")
+                await eventually(
+                    lambda: addresses(emu, "web") == {"10.1.0.1", "10.1.0.2"}, timeout=120
+                )
+        finally:
+            await proxy.stop()
+    print(f"\noutage: {len(lines)} log lines in {OUTAGE:.0f} s ({len(lines) / OUTAGE:.2f}/s)")
+    print("\n".join(lines))
+    assert not [line for line in lines if " ERROR " in line and "kopf" in line], lines
+    # one line per cause for each retrying thing, then one a minute with a count
+    assert len(lines) / OUTAGE < 0.3, lines
+    for kind in ("pods", "services", "endpointslices"):
+        about = [line for line in lines if f"{kind} watch in all namespaces" in line]
+        assert 1 <= len(about) <= 2 + OUTAGE / 60, about

@@ -212,3 +212,60 @@ async def test_the_cleanup_hook_deletes_our_slices_under_its_own_rbac(
         for item in reversed(created):
             if not item["metadata"].get("namespace"):
                 await kube.delete(f"{path_of(item)}/{item['metadata']['name']}")
+
+
+async def test_a_lease_refused_by_rbac_is_named_once_with_what_to_set(
+    cluster: Cluster, kube: Kube, ns: str, log_dir: Path
+) -> None:
+    """Issue 28, item 8: the chart's RBAC grants Leases in the release namespace only; with the
+    Lease put elsewhere every attempt is refused (403). The log names the Lease and its
+    namespace and says what to set, once (then a count a minute), not once per retry."""
+    if cluster.plane is None:
+        pytest.skip("needs the fixture's control plane to mint a ServiceAccount token")
+    release = f"eso-{secrets.token_hex(3)}"
+    elsewhere = f"{ns}-elsewhere"
+    created = []
+    try:
+        await kube.create(
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": elsewhere}},
+        )
+        for item in rbac_objects(release, ns):
+            await kube.create(path_of(item), item)
+            created.append(item)
+        (account,) = [i for i in created if i["kind"] == "ServiceAccount"]
+        _, kubeconfig = cluster.plane.service_account_token(ns, account["metadata"]["name"])
+        async with running(
+            kubeconfig,
+            log_dir / "operator.log",
+            "--lease-namespace",
+            elsewhere,
+            leader_election=True,
+        ) as operator:
+
+            async def refused() -> list[str]:
+                lines = [line for line in operator.log().splitlines() if "(403)" in line]
+                assert lines, operator.log()[-3000:]
+                return lines
+
+            (line,) = await eventually(refused, timeout=60)
+            assert f"Lease 'endpointslice-operator' in namespace '{elsewhere}'" in line
+            assert "--lease-namespace" in line and "POD_NAMESPACE" in line
+            assert " WARNING " in line
+
+            # A minute of retries (every 2 s, jittered) later: one line with the count.
+            async def counted() -> list[str]:
+                lines = await refused()
+                assert len(lines) >= 2, lines
+                return lines
+
+            first, later, *more = await eventually(counted, timeout=150)
+            assert first == line and more == [], more
+            attempts = re.search(r"still failing after (\d+) attempts", later)
+            assert attempts is not None and int(attempts.group(1)) >= 10, later
+            assert await operator.metric(LEADER) == 0
+    finally:
+        for item in reversed(created):
+            if not item["metadata"].get("namespace"):
+                await kube.delete(f"{path_of(item)}/{item['metadata']['name']}")
+        await kube.delete(f"/api/v1/namespaces/{elsewhere}")
