@@ -33,6 +33,7 @@ AREAS: list[str] = [
     "propagation",
     "scale",
     "view",
+    "selectors",
 ]
 """Modules under ``benchmarks.figures``, run in this order."""
 REAL_AREAS: list[str] = ["real", "dataplane"]

@@ -67,6 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--selector", metavar="SEL", help="Services with these labels (a, b=c)")
     parser.add_argument(
+        "--endpoint-selector",
+        metavar="NAME",
+        action="append",
+        help="instead of Services, this EndpointSelector and its slices (repeatable; NAME or "
+        "NAMESPACE/NAME; the SERVICE column names it, PORT is its port number, 0 for a "
+        "container port name)",
+    )
+    parser.add_argument(
         "--managed-by", metavar="NAME", help="only the slices of this manager (default: all)"
     )
     parser.add_argument(
@@ -182,6 +190,7 @@ async def _run(
             namespace=namespace,
             services=services,
             selector=args.selector,
+            endpoint_selectors=args.endpoint_selector,
             managed_by=args.managed_by,
             policy=args.policy,
             gather=args.gather,
@@ -223,6 +232,8 @@ def main(argv: Sequence[str]) -> int:
     from endpointslice_operator.settings import SettingsError, load_settings
 
     try:
+        if args.endpoint_selector and (args.service or args.selector):
+            raise SelectorError("--endpoint-selector cannot be combined with --service/--selector")
         if args.selector is not None:
             parse_selector(args.selector)
         settings_argv = ["--kubeconfig", args.kubeconfig] if args.kubeconfig else []

@@ -19,6 +19,10 @@ go to standard error, so standard output stays a clean document stream. Resource
 input feed the ``<prefix>/device-network`` source; pods' network-status annotations the
 ``<prefix>/network`` one.
 
+EndpointSelectors (``endpointslice-operator.io/v1alpha1``) in the input are planned too, every
+one unless ``--service`` or ``--endpoint-selector`` names what to plan; their keys read
+``endpointselector:<namespace>/<name>``.
+
 Exit status: 0 on success (with or without writes), 2 for bad usage or unreadable input, with
 one error line on standard error.
 """
@@ -50,6 +54,10 @@ from endpointslice_operator.controller.optin import (
     ENDPOINT_CONTROLLER_NAME_LABEL as _CONTROLLER_NAME_LABEL,
 )
 from endpointslice_operator.controller.optin import Status, evaluate, is_opted_in
+from endpointslice_operator.controller.owners import ENDPOINT_SELECTOR
+from endpointslice_operator.controller.owners.endpoint_selector import (
+    validate as validate_endpoint_selector,
+)
 from endpointslice_operator.reconciler import (
     Plan,
     ReconcilerConfig,
@@ -58,6 +66,14 @@ from endpointslice_operator.reconciler import (
     plan_service,
 )
 from endpointslice_operator.reconciler.core_endpoints import our_endpoints_labels
+from endpointslice_operator.reconciler.endpoint_selector import (
+    API_VERSION as SELECTOR_API_VERSION,
+)
+from endpointslice_operator.reconciler.endpoint_selector import KIND as SELECTOR_KIND
+from endpointslice_operator.reconciler.endpoint_selector import (
+    LABEL_ENDPOINT_SELECTOR_NAME,
+    plan_endpoint_selector,
+)
 from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY, LABEL_SERVICE_NAME
 from endpointslice_operator.reconciler.records import pod_record
 from endpointslice_operator.reconciler.sources import claim_statuses_of, network_status_of
@@ -112,6 +128,8 @@ class Manifests:
     """DRA ResourceClaims (for Services with the device-network annotation)."""
     endpoints: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     """core/v1 Endpoints objects (mirroring sources, and the Endpoints the operator writes)."""
+    endpoint_selectors: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    """EndpointSelectors (endpointslice-operator.io/v1alpha1, docs/endpointselector.md)."""
 
 
 def _expand(paths: Sequence[str], *, recursive: bool) -> Iterator[str]:
@@ -183,7 +201,7 @@ def _objects(where: str, document: object) -> Iterator[tuple[str, Mapping[str, A
     yield where, document
 
 
-_NAMESPACED = {"Service", "Pod", "EndpointSlice", "ResourceClaim", "Endpoints"}
+_NAMESPACED = {"Service", "Pod", "EndpointSlice", "ResourceClaim", "Endpoints", SELECTOR_KIND}
 _CLAIM_API_VERSIONS = {f"resource.k8s.io/{version}" for version in CLAIM_VERSIONS}
 
 
@@ -253,6 +271,11 @@ def _add(manifests: Manifests, where: str, obj: Mapping[str, Any], default_ns: s
     if kind == "EndpointSlice" and api_version not in (None, "discovery.k8s.io/v1"):
         return
     if kind == "ResourceClaim" and api_version not in _CLAIM_API_VERSIONS:
+        return
+    if kind == SELECTOR_KIND:
+        if api_version == SELECTOR_API_VERSION:
+            namespace, name = _identity(where, obj, default_ns)
+            manifests.endpoint_selectors[(namespace, name)] = _with_namespace(obj, namespace)
         return
     if kind not in ("Service", "Pod", "Node", "EndpointSlice", "ResourceClaim", "Endpoints"):
         return
@@ -383,6 +406,61 @@ def _ours_by_service(
         ):
             ours.setdefault((namespace, service_name), []).append(endpoint_slice)
     return ours
+
+
+def plan_endpoint_selectors(
+    manifests: Manifests,
+    selectors: Iterable[tuple[str, str]],
+    config: ReconcilerConfig,
+    *,
+    kep6116_labels: bool = False,
+) -> list[ServiceResult]:
+    """Plan each EndpointSelector as the operator's first sync of it would (an invalid spec:
+    skipped, with the reasons its status condition would give)."""
+    nodes = list(manifests.nodes.values())
+    pod_index = _pod_index(manifests)
+    results = []
+    for namespace, name in selectors:
+        body = manifests.endpoint_selectors[(namespace, name)]
+        result = ServiceResult(ENDPOINT_SELECTOR.key(namespace, name))
+        results.append(result)
+        existing = [
+            s
+            for (slice_namespace, _), s in manifests.slices.items()
+            if slice_namespace == namespace
+            and _labels(s).get(LABEL_ENDPOINT_SELECTOR_NAME) == name
+            and _labels(s).get(LABEL_MANAGED_BY) == config.controller_name
+            and s["metadata"].get("deletionTimestamp") is None
+        ]
+        selector, problems = validate_endpoint_selector(body)
+        if selector is None:
+            result.skipped = problems[0][0]
+            result.notes.extend(f"not publishing EndpointSlices: {m}" for _, m in problems)
+            continue
+        pods = pod_index.select(namespace, selector)
+        trigger_time = TriggerTimeTracker().compute_trigger_time(
+            namespace,
+            name,
+            parse_time((body.get("metadata") or {}).get("creationTimestamp")),
+            {pod.name: parse_time(pod.ready_transition) for pod in pods},
+        )
+        plan = plan_endpoint_selector(
+            body,
+            pods,
+            nodes,
+            existing,
+            config,
+            trigger_time=trigger_time,
+            kep6116_labels=kep6116_labels,
+        )
+        result.plan = plan
+        result.writes = [
+            *(("create", s) for s in plan.creates),
+            *(("update", s) for s in plan.updates),
+            *(("delete", s) for s in plan.deletes),
+        ]
+        result.notes.extend(f"error: {error}" for error in plan.errors)
+    return results
 
 
 def _pod_index(manifests: Manifests) -> PodIndex:
@@ -759,6 +837,20 @@ def _parser() -> argparse.ArgumentParser:
         help="plan only this Service (repeatable; NAME alone means the default namespace)",
     )
     parser.add_argument(
+        "--endpoint-selector",
+        action="append",
+        default=[],
+        metavar="NS/NAME",
+        help="plan only this EndpointSelector (repeatable; with neither this nor --service, "
+        "every Service and EndpointSelector of the input is planned)",
+    )
+    parser.add_argument(
+        "--kep6116-labels",
+        action="store_true",
+        help="label the slices of EndpointSelectors kubernetes.io/endpoint-selector-name too "
+        "(as the operator's --kep6116-labels)",
+    )
+    parser.add_argument(
         "-n",
         "--namespace",
         default="default",
@@ -837,6 +929,22 @@ def _service_keys(
     return keys
 
 
+def _selector_keys(
+    requested: Sequence[str], manifests: Manifests, default_namespace: str
+) -> list[tuple[str, str]]:
+    if not requested:
+        return list(manifests.endpoint_selectors)
+    keys = []
+    for text in requested:
+        namespace, _, name = text.rpartition("/")
+        key = (namespace or default_namespace, name)
+        if not name or key not in manifests.endpoint_selectors:
+            raise InputError(f"--endpoint-selector {text}: no such EndpointSelector in the input")
+        if key not in keys:
+            keys.append(key)
+    return keys
+
+
 def _config_error(exc: ValidationError) -> str:
     first = exc.errors()[0]
     option = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "configuration"
@@ -864,7 +972,13 @@ def main(argv: list[str]) -> int:
         manifests = load_manifests(
             args.filename, recursive=args.recursive, default_namespace=args.namespace
         )
-        keys = _service_keys(args.service, manifests, args.namespace)
+        named = bool(args.service or args.endpoint_selector)
+        keys = (
+            _service_keys(args.service, manifests, args.namespace)
+            if (args.service or not named)
+            else []
+        )
+        selector_keys = _selector_keys(args.endpoint_selector, manifests, args.namespace)
         for key, assumed in apply_service_defaults(manifests, args.ip_family).items():
             if tuple(key.split("/", 1)) in keys:
                 sys.stderr.write(
@@ -879,12 +993,16 @@ def main(argv: list[str]) -> int:
             write_endpoints=args.write_endpoints,
             max_endpoints_per_subset=args.max_endpoints_per_subset,
         )
+        if args.endpoint_selector or not named:
+            results += plan_endpoint_selectors(
+                manifests, selector_keys, config, kep6116_labels=args.kep6116_labels
+            )
     except InputError as exc:
         sys.stderr.write(f"plan: {exc}\n")
         return 2
 
     if not results:
-        sys.stderr.write("plan: no Services in the input\n")
+        sys.stderr.write("plan: no Services or EndpointSelectors in the input\n")
     for result in results:
         if result.plan is not None and not result.writes:
             result.notes.append("up to date, no writes")

@@ -157,6 +157,8 @@ class Settings(BaseSettings):
     prefer_same_traffic_distribution: bool = True
     write_endpoints: bool = False
     max_endpoints_per_subset: int = 1000
+    endpoint_selectors: bool = True
+    kep6116_labels: bool = False
 
     # -- validation --------------------------------------------------------------------------
 
@@ -537,6 +539,23 @@ SETTINGS_TABLE: tuple[SettingSpec, ...] = (
         "Mirroring (`<prefix>/source: endpoints`): addresses mirrored per Endpoints subset, "
         "ready ones first (1 to 1000; kube-controller-manager's "
         "`--mirroring-max-endpoints-per-subset`).",
+    ),
+    SettingSpec(
+        "endpoint_selectors",
+        "--endpoint-selectors",
+        "true",
+        "Publish the EndpointSlices of EndpointSelectors (`endpointslice-operator.io/v1alpha1`, "
+        "docs/endpointselector.md) whenever the API server serves that CRD (found by discovery, "
+        "checked again with a backoff of up to 5 minutes); off: never look for them.",
+        kind="bool",
+    ),
+    SettingSpec(
+        "kep6116_labels",
+        "--kep6116-labels",
+        "false",
+        "Also label the slices of EndpointSelectors `kubernetes.io/endpoint-selector-name` "
+        "(KEP-6116's label; off because the KEP is not approved yet).",
+        kind="bool",
     ),
 )
 

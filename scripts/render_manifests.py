@@ -29,6 +29,8 @@ CHART_DIR = ROOT / "chart"
 DEPLOY_MANIFEST = ROOT / "deploy" / "endpointslice-operator.yaml"
 DASHBOARD_SOURCE = ROOT / "docs" / "dashboards" / "endpointslice-operator.json"
 DASHBOARD_CHART_COPY = CHART_DIR / "dashboards" / "endpointslice-operator.json"
+CRD_SOURCE = ROOT / "deploy" / "crds" / "endpointselectors.endpointslice-operator.io.yaml"
+CRD_CHART_COPY = CHART_DIR / "files" / "endpointselectors.endpointslice-operator.io.yaml"
 
 RELEASE_NAME = "endpointslice-operator"
 RELEASE_NAMESPACE = "endpointslice-operator"
@@ -141,6 +143,7 @@ def generated_files() -> dict[Path, str]:
     return {
         DEPLOY_MANIFEST.relative_to(ROOT): default_manifest(),
         DASHBOARD_CHART_COPY.relative_to(ROOT): DASHBOARD_SOURCE.read_text(encoding="utf-8"),
+        CRD_CHART_COPY.relative_to(ROOT): CRD_SOURCE.read_text(encoding="utf-8"),
     }
 
 

@@ -56,6 +56,9 @@ RUN_BY: dict[str, str] = {
     "endpointslice-operator plan -f docs/examples/multus.yaml -o summary": (
         "tests/test_plan_cli.py::test_readme_secondary_network_examples"
     ),
+    "endpointslice-operator plan -f docs/examples/endpointselector.yaml -o summary": (
+        "tests/test_plan_cli.py::test_readme_endpoint_selector_example"
+    ),
     "endpointslice-operator plan -f docs/examples/dra.yaml": (
         "tests/test_plan_cli.py::test_readme_secondary_network_examples"
     ),

@@ -452,7 +452,7 @@ def test_other_kinds_are_ignored(capsys: pytest.CaptureFixture[str], tmp_path: P
     beta_slice = {"apiVersion": "discovery.k8s.io/v1beta1", "kind": "EndpointSlice"}
     path = write(tmp_path / "a.yaml", deployment, beta_slice)
     status, out, err = run(capsys, "-f", str(path))
-    assert (status, out, err) == (0, "", "plan: no Services in the input\n")
+    assert (status, out, err) == (0, "", "plan: no Services or EndpointSelectors in the input\n")
 
 
 def test_usage(capsys: pytest.CaptureFixture[str]) -> None:
@@ -534,7 +534,9 @@ def _readme_command(text: str) -> str:
     from tests.readme_commands import RUN_BY, all_commands, readme
 
     assert text in all_commands(readme()), text
-    assert RUN_BY[text].endswith("::test_readme_secondary_network_examples")
+    assert RUN_BY[text].endswith(
+        ("::test_readme_secondary_network_examples", "::test_readme_endpoint_selector_example")
+    )
     return text
 
 
@@ -750,3 +752,65 @@ def test_a_service_that_says_it_all_is_planned_as_written(
     assert "defaulted" not in err
     code, out, err = run(capsys, "-f", str(write(tmp_path / "n.yaml", service("web"))))
     assert code == 0 and "defaulted" not in err
+
+
+def test_plan_accepts_endpoint_selector_manifests(capsys: pytest.CaptureFixture[str]) -> None:
+    from endpointslice_operator.plan_cli import main as plan_main
+
+    assert plan_main(["-f", "docs/examples/endpointselector.yaml", "-o", "summary"]) == 0
+    out = capsys.readouterr().out
+    assert out == (
+        "endpointselector:default/checkout  create=1 update=0 delete=0 endpoints=2 slices=1\n"
+    )
+    assert plan_main(["-f", "docs/examples/endpointselector.yaml"]) == 0
+    (document,) = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    labels = document["metadata"]["labels"]
+    assert labels["endpointslice-operator.io/endpoint-selector-name"] == "checkout"
+    assert "kubernetes.io/service-name" not in labels
+    assert "kubernetes.io/endpoint-selector-name" not in labels
+    assert document["metadata"]["ownerReferences"][0]["kind"] == "EndpointSelector"
+    # The canary is left out by matchExpressions; the named port resolves to 9000.
+    assert [ep["targetRef"]["name"] for ep in document["endpoints"]] == [
+        "checkout-0",
+        "checkout-1",
+    ]
+    assert document["ports"][0]["port"] == 9000
+
+
+def test_plan_reports_an_invalid_endpoint_selector(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from endpointslice_operator.plan_cli import main as plan_main
+
+    manifest = tmp_path / "bad.yaml"
+    manifest.write_text(
+        "apiVersion: endpointslice-operator.io/v1alpha1\nkind: EndpointSelector\n"
+        "metadata: {name: bad}\nspec:\n  selector: {matchLabels: {app: x}}\n"
+        "  ports: [{name: a, port: 80, protocol: ICMP}]\n",
+        encoding="utf-8",
+    )
+    assert plan_main(["-f", str(manifest), "--endpoint-selector", "bad", "-o", "summary"]) == 0
+    captured = capsys.readouterr()
+    assert "skipped=UnknownProtocol" in captured.out
+    assert "not publishing EndpointSlices: spec.ports[0].protocol 'ICMP'" in captured.err
+    assert plan_main(["-f", str(manifest), "--endpoint-selector", "nope"]) == 2
+
+
+def test_readme_endpoint_selector_example() -> None:
+    """The README's EndpointSelector plan command, run as written."""
+    root = Path(__file__).resolve().parents[1]
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(root)}
+    command = "endpointslice-operator plan -f docs/examples/endpointselector.yaml -o summary"
+    done = subprocess.run(
+        ["bash", "-e", "-c", _readme_command(command)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "endpointselector:default/checkout  create=1 update=0 delete=0 endpoints=2 slices=1"
+    ]

@@ -13,6 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from endpointslice_operator.reconciler import ReconcilerConfig, TopologyCache, plan_service
+from endpointslice_operator.reconciler.endpoint_selector import (
+    API_VERSION as SELECTOR_API_VERSION,
+)
+from endpointslice_operator.reconciler.endpoint_selector import GROUP as SELECTOR_GROUP
+from endpointslice_operator.reconciler.endpoint_selector import plan_endpoint_selector
 from endpointslice_operator.testing import Store
 from endpointslice_operator.testing.objects import running_pod
 
@@ -52,6 +57,10 @@ class Scenario:
     nodes: int = 50
     slices: bool = False
     namespace: str = NAMESPACE
+    owner: str = "service"
+    """``service``: opted-in Services own the pods; ``endpointselector``: EndpointSelectors of
+    the same names, selector and port do (the emulator then serves their CRD), with the status
+    an earlier run of the operator would have left."""
 
     @property
     def opted_in_pods(self) -> int:
@@ -83,6 +92,7 @@ class Scenario:
             f"--nodes={self.nodes}",
             f"--namespace={self.namespace}",
         ]
+        args.append(f"--owner={self.owner}")
         return [*args, "--slices"] if self.slices else args
 
 
@@ -120,6 +130,36 @@ def service_body(name: str, *, namespace: str = NAMESPACE, opted_in: bool = True
             "selector": {"app": name},
             "ports": [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}],
         },
+    }
+
+
+def endpoint_selector_body(name: str, *, namespace: str = NAMESPACE) -> JSON:
+    """The EndpointSelector equivalent of :func:`service_body`'s opted-in Service."""
+    return {
+        "apiVersion": SELECTOR_API_VERSION,
+        "kind": "EndpointSelector",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "ports": [{"name": "http", "port": "http", "protocol": "TCP"}],
+        },
+    }
+
+
+def _accepted(selector: JSON) -> JSON:
+    generation = selector["metadata"].get("generation", 1)
+    return {
+        "observedGeneration": generation,
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "Accepted",
+                "message": "The operator publishes the EndpointSlices of this selector",
+                "observedGeneration": generation,
+                "lastTransitionTime": TRANSITION_TIME,
+            }
+        ],
     }
 
 
@@ -171,8 +211,18 @@ def populate(store: Store, scenario: Scenario) -> int:
     topology = TopologyCache()
     topology.set_nodes(nodes)
     number = 0
+    selectors = scenario.owner == "endpointselector"
+    if selectors:
+        store.registry.unserved.discard(SELECTOR_GROUP)
     for name, opted_in, count in _service_groups(scenario):
-        service = store.create(service_body(name, namespace=scenario.namespace, opted_in=opted_in))
+        if selectors and opted_in:
+            service = store.create(endpoint_selector_body(name, namespace=scenario.namespace))
+            service["status"] = _accepted(service)
+            store.update(service, subresource="status")
+        else:
+            service = store.create(
+                service_body(name, namespace=scenario.namespace, opted_in=opted_in)
+            )
         created += 1
         pods: list[JSON] = []
         for replica in range(count):
@@ -190,7 +240,11 @@ def populate(store: Store, scenario: Scenario) -> int:
             pods.append(body)
         created += count
         if scenario.slices and opted_in:
-            plan = plan_service(service, pods, nodes, [], config, topology=topology)
+            plan = (
+                plan_endpoint_selector(service, pods, nodes, [], config)
+                if selectors
+                else plan_service(service, pods, nodes, [], config, topology=topology)
+            )
             for endpoint_slice in plan.creates:
                 store.create(endpoint_slice)
                 created += 1

@@ -48,11 +48,19 @@ class CountingRequestLog(RequestLog):
     def __init__(self) -> None:
         super().__init__()
         self.slice_writes: Counter[str] = Counter()
+        self.selector_writes = 0
+        """Writes to EndpointSelectors (the operator's status patches)."""
 
     def append(self, record: RequestRecord) -> None:
         super().append(record)
         if record.resource == "endpointslices" and record.code < 400:
             self.slice_writes[record.verb] += 1
+        elif (
+            record.resource == "endpointselectors"
+            and record.code < 400
+            and record.verb in WRITE_VERBS
+        ):
+            self.selector_writes += 1
 
 
 class Control:
@@ -64,11 +72,15 @@ class Control:
         self.scenario = scenario
         self.app = web.Application()
         self.app.router.add_get("/writes", self.writes)
+        self.app.router.add_get("/selector-writes", self.selector_writes)
         self.app.router.add_get("/slices", self.slices)
         self.app.router.add_post("/churn", self.churn)
 
     async def writes(self, _: web.Request) -> web.Response:
         return web.json_response({verb: self.log.slice_writes[verb] for verb in WRITE_VERBS})
+
+    async def selector_writes(self, _: web.Request) -> web.Response:
+        return web.json_response({"count": self.log.selector_writes})
 
     async def slices(self, request: web.Request) -> web.Response:
         managed_by = request.query.get("managed_by", "")
@@ -119,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--nodes", type=int, default=50)
     parser.add_argument("--namespace", default="bench")
     parser.add_argument("--slices", action="store_true", help="pre-create the right slices")
+    parser.add_argument("--owner", choices=("service", "endpointselector"), default="service")
     parser.add_argument("--kubeconfig", type=Path, required=True)
     return parser
 
@@ -141,6 +154,7 @@ async def serve(args: argparse.Namespace) -> None:
         nodes=args.nodes,
         slices=args.slices,
         namespace=args.namespace,
+        owner=args.owner,
     )
     emulator = Emulator(kubeconfig_path=args.kubeconfig)
     log = CountingRequestLog()

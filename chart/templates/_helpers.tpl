@@ -107,6 +107,14 @@ Shared by the ClusterRole (cluster mode) and the per-namespace Roles (namespaced
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
+{{- if .Values.endpointSelectors.enabled }}
+- apiGroups: ["endpointslice-operator.io"]
+  resources: ["endpointselectors"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["endpointslice-operator.io"]
+  resources: ["endpointselectors/status"]
+  verbs: ["patch"]
+{{- end }}
 {{- if .Values.rbac.resourceClaims }}
 - apiGroups: ["resource.k8s.io"]
   resources: ["resourceclaims"]

@@ -41,7 +41,6 @@ import kopf
 
 from endpointslice_operator.controller.endpoints_index import endpoints_key
 from endpointslice_operator.controller.indexes import (
-    LABEL_SERVICE_NAME,
     Indexes,
     identity,
     node_ready,
@@ -49,9 +48,9 @@ from endpointslice_operator.controller.indexes import (
     replaced_by_newer,
     service_key,
     slice_ref,
-    split_key,
 )
 from endpointslice_operator.controller.optin import UPSTREAM_CONTROLLER_NAME
+from endpointslice_operator.controller.owners import split_owner_key, tracker_name
 from endpointslice_operator.controller.queue import ServiceQueue
 from endpointslice_operator.controller.reset import Watermark
 from endpointslice_operator.reconciler.mirroring import MIRRORING_CONTROLLER_NAME
@@ -470,15 +469,9 @@ class EventRouter:
     def _forget_tracked(self, namespace: str, service: str | None, uid: str) -> None:
         if service is None or not uid:
             return
-        _, service_name = split_key(service)
+        kind, _, owner = split_owner_key(service)
         self.tracker.handle_deletion(
-            {
-                "metadata": {
-                    "namespace": namespace,
-                    "uid": uid,
-                    "labels": {LABEL_SERVICE_NAME: service_name},
-                }
-            }
+            {"metadata": {"namespace": namespace, "uid": uid, "labels": {kind.slice_label: owner}}}
         )
         self._release_tracking(service)
 
@@ -487,7 +480,7 @@ class EventRouter:
         one, as upstream's does; kept, it would cost an entry per Service ever opted out)."""
         if service is None:
             return
-        namespace, name = split_key(service)
+        namespace, name = tracker_name(service)
         generations = self.tracker.generations(namespace, name)
         if generations is not None and not generations:
             self.tracker.delete_service(namespace, name)

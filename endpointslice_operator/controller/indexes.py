@@ -32,6 +32,7 @@ from endpointslice_operator.controller.optin import (
     Decision,
     evaluate,
 )
+from endpointslice_operator.controller.owners import owner_of_slice, split_owner_key
 from endpointslice_operator.controller.selectors import Operator, Selector
 from endpointslice_operator.reconciler.cached_slice import CachedSlice, PodLookup
 from endpointslice_operator.reconciler.compact import shared_strings
@@ -319,8 +320,21 @@ class ServiceIndex:
         """(namespace, name) of every Service held."""
         return [split_key(key) for key in self._entries]
 
+    def put_selector(self, key: str, namespace: str, selector: Selector | None) -> None:
+        """Enter (or, with None, drop) the pod selector of another owner kind (see
+        :mod:`.owners`; ``key`` is its owner key) in the same per-namespace index, so that
+        :meth:`selecting` names it beside the Services."""
+        selectors = self._selectors[namespace]
+        if selector is not None:
+            selectors.put(key, selector)
+            return
+        selectors.remove(key)
+        if not len(selectors):
+            del self._selectors[namespace]
+
     def selecting(self, namespace: str, labels: Mapping[str, str]) -> set[str]:
-        """Keys of the managed Services in ``namespace`` whose selector matches ``labels``."""
+        """Keys of the managed Services (and other owners, see :meth:`put_selector`) in
+        ``namespace`` whose selector matches ``labels``."""
         selectors = self._selectors.get(namespace)
         return selectors.matching(labels) if selectors is not None else set()
 
@@ -535,7 +549,8 @@ class NodeIndex:
 
 @dataclass(frozen=True, slots=True)
 class SliceRef:
-    """Where a slice belongs (its Service key and managed-by label), and which object it is."""
+    """Where a slice belongs (its owner's key, see :mod:`.owners`, and managed-by label), and
+    which object it is."""
 
     service: str | None
     managed_by: str | None
@@ -548,13 +563,12 @@ def slice_ref(endpoint_slice: Mapping[str, Any]) -> tuple[str, str, SliceRef]:
     labels = _mapping(metadata.get("labels"))
     namespace = str(metadata.get("namespace") or "")
     name = str(metadata.get("name") or "")
-    service = labels.get(LABEL_SERVICE_NAME)
     managed_by = labels.get(LABEL_MANAGED_BY)
     return (
         namespace,
         name,
         SliceRef(
-            service_key(namespace, service) if isinstance(service, str) and service else None,
+            owner_of_slice(namespace, labels),
             managed_by if isinstance(managed_by, str) else None,
             str(metadata.get("uid") or ""),
             str(metadata.get("resourceVersion") or ""),
@@ -649,7 +663,8 @@ class SliceIndex:
                 return found
         labels: dict[str, str] = {}
         if ref.service is not None:
-            labels[LABEL_SERVICE_NAME] = split_key(ref.service)[1]
+            kind, _, owner = split_owner_key(ref.service)
+            labels[kind.slice_label] = owner
         if ref.managed_by is not None:
             labels[LABEL_MANAGED_BY] = ref.managed_by
         return {"metadata": {"namespace": namespace, "name": name, "labels": labels}}

@@ -62,6 +62,14 @@ from endpointslice_operator.controller.leader import LeaderElector
 from endpointslice_operator.controller.list_watch import KINDS, ListWatcher
 from endpointslice_operator.controller.mirroring import MirroringSyncer, MirroringSyncError
 from endpointslice_operator.controller.networks import NetworkAnnotations
+from endpointslice_operator.controller.owners import ENDPOINT_SELECTOR, OwnerSyncs
+from endpointslice_operator.controller.owners.endpoint_selector import (
+    EndpointSelectorIndex,
+    EndpointSelectorSyncer,
+)
+from endpointslice_operator.controller.owners.endpoint_selector_watch import (
+    serve_endpoint_selectors,
+)
 from endpointslice_operator.controller.queue import ServiceQueue
 from endpointslice_operator.controller.reset import (
     RESET_PROBE_INTERVAL,
@@ -152,6 +160,10 @@ class Operator:
         self._fresh_state()
         self.router: EventRouter | None = None
         self.syncer: ServiceSyncer | None = None
+        self.endpoint_selectors: EndpointSelectorIndex | None = None
+        """EndpointSelectors (None with ``--no-endpoint-selectors``), fresh every round."""
+        self.owners: OwnerSyncs | None = None
+        """The queue's handler: Service keys to ``syncer``, other owner kinds to theirs."""
         self.queue: ServiceQueue | None = None
         self.api_client: ApiClient | None = None
         self.health: HealthServer | None = None
@@ -336,6 +348,25 @@ class Operator:
             self._watch_endpoints(api_client, router, endpoints_index)
         )
         self.syncer, self.router = syncer, router
+        self.owners = OwnerSyncs(syncer.sync)
+        self.endpoint_selectors = None
+        if self.settings.endpoint_selectors:
+            selectors = EndpointSelectorIndex(self.indexes.services)
+            selector_syncer = EndpointSelectorSyncer(
+                selectors, syncer, kep6116_labels=self.settings.kep6116_labels
+            )
+            self.owners.others[ENDPOINT_SELECTOR.kind] = selector_syncer
+            self.endpoint_selectors = selectors
+            self._spawn(
+                serve_endpoint_selectors(
+                    api_client,
+                    configuration,
+                    selectors,
+                    router,
+                    lambda: [*selector_syncer.all_keys(), *sorted(selector_syncer.waiting)],
+                    namespaces=list(self.settings.namespaces),
+                )
+            )
         await self._run_tasks(configuration, api_client, router, syncer)
 
     async def _run_tasks(
@@ -754,16 +785,18 @@ class Operator:
         )
         self.queue = queue
         syncer.start_term()
+        owners = self.owners if self.owners is not None else OwnerSyncs(syncer.sync)
+        owners.start_term()
         router.tracker = syncer.tracker
         router.queue = queue
-        for key in router.all_keys():
+        for key in sorted({*router.all_keys(), *owners.all_keys()}):
             queue.add(key)
         leftovers = asyncio.Event()
         leftovers.set()  # the caches are in: look once, then whenever one is seen
         router.on_leftover = leftovers.set
         self._leading.set()
         log.info("running %d workers", self.settings.workers)
-        runner = asyncio.create_task(queue.run(syncer.sync), name="endpoint_slice-workers")
+        runner = asyncio.create_task(queue.run(owners.sync), name="endpoint_slice-workers")
         waiter = asyncio.create_task(lost.wait())
         releaser = asyncio.create_task(router.release_when_quiet(), name="release-held")
         sweeper = asyncio.create_task(_sweep_unlabelled(syncer, leftovers), name="leftovers")

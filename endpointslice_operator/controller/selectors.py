@@ -10,7 +10,9 @@ The ``<prefix>/selector`` annotation of a selectorless Service uses the same syn
 
 Keys and values are validated like apimachinery does (qualified names, label values), so a
 selector the API server would refuse is refused here too. ``spec.selector`` maps become
-equality-only selectors through :func:`from_match_labels`.
+equality-only selectors through :func:`from_match_labels`; a ``metav1.LabelSelector``
+(``matchLabels`` and ``matchExpressions``, as an EndpointSelector's ``spec.selector``) through
+:func:`from_label_selector`.
 
 Matching follows ``labels.Selector.Matches``: ``!=`` and ``notin`` also match when the key is
 absent; ``>`` and ``<`` match only a present label whose value is a base-10 integer; every
@@ -33,6 +35,7 @@ __all__ = [
     "Requirement",
     "Selector",
     "SelectorError",
+    "from_label_selector",
     "from_match_labels",
     "parse_selector",
 ]
@@ -177,6 +180,59 @@ def from_match_labels(match_labels: Mapping[str, str]) -> Selector:
         validate_value(value)
         reqs.append(Requirement(key, Operator.EQUALS, frozenset((value,))))
     return Selector(tuple(reqs))
+
+
+_EXPRESSION_OPERATORS = {
+    "In": Operator.IN,
+    "NotIn": Operator.NOT_IN,
+    "Exists": Operator.EXISTS,
+    "DoesNotExist": Operator.DOES_NOT_EXIST,
+}
+
+
+def from_label_selector(selector: object) -> Selector:
+    """A ``metav1.LabelSelector`` as a :class:`Selector`, checked as apimachinery's
+    ``LabelSelectorAsSelector`` and validation do (``In``/``NotIn`` need values,
+    ``Exists``/``DoesNotExist`` none). The empty selector is refused (it would select every
+    pod of the namespace)."""
+    if not isinstance(selector, Mapping):
+        raise SelectorError("the selector must be an object with matchLabels or matchExpressions")
+    match_labels = selector.get("matchLabels") or {}
+    expressions = selector.get("matchExpressions") or []
+    if not isinstance(match_labels, Mapping):
+        raise SelectorError("matchLabels must be a map of label keys to values")
+    if not isinstance(expressions, list):
+        raise SelectorError("matchExpressions must be a list")
+    if not match_labels and not expressions:
+        raise SelectorError("the selector is empty: it would select every pod of the namespace")
+    requirements = list(from_match_labels(match_labels).requirements)
+    for index, expression in enumerate(expressions):
+        where = f"matchExpressions[{index}]"
+        if not isinstance(expression, Mapping):
+            raise SelectorError(f"{where} is not an object")
+        key, op_name, values = (
+            expression.get("key"),
+            expression.get("operator"),
+            expression.get("values") or [],
+        )
+        if not isinstance(key, str):
+            raise SelectorError(f"{where}: key must be a string")
+        validate_key(key)
+        operator = _EXPRESSION_OPERATORS.get(op_name) if isinstance(op_name, str) else None
+        if operator is None:
+            raise SelectorError(
+                f"{where}: unknown operator {op_name!r} (In, NotIn, Exists or DoesNotExist)"
+            )
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise SelectorError(f"{where}: values must be a list of strings")
+        if operator in (Operator.IN, Operator.NOT_IN) and not values:
+            raise SelectorError(f"{where}: operator {op_name} needs at least one value")
+        if operator in (Operator.EXISTS, Operator.DOES_NOT_EXIST) and values:
+            raise SelectorError(f"{where}: operator {op_name} takes no values")
+        for value in values:
+            validate_value(value)
+        requirements.append(Requirement(key, operator, frozenset(values)))
+    return Selector(tuple(requirements))
 
 
 # Lexer: identifiers (keys and values), the operators, parentheses and commas.

@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 from endpointslice_operator.controller.budget import WriteBudget
 from endpointslice_operator.controller.endpoints_sync import EndpointsSyncer
@@ -50,6 +50,7 @@ from endpointslice_operator.controller.networks import (
     source_for,
 )
 from endpointslice_operator.controller.optin import Status
+from endpointslice_operator.controller.owners import split_owner_key, tracker_for_owners
 from endpointslice_operator.controller.writer import ApiError, SliceWriter
 from endpointslice_operator.metrics import OperatorMetrics, SyncResult
 from endpointslice_operator.reconciler.config import ReconcilerConfig
@@ -58,10 +59,10 @@ from endpointslice_operator.reconciler.plan import Plan
 from endpointslice_operator.reconciler.service import plan_service
 from endpointslice_operator.reconciler.sources import AddressSource
 from endpointslice_operator.reconciler.topology import TopologyCache
-from endpointslice_operator.reconciler.tracker import EndpointSliceTracker, StaleInformerCache
+from endpointslice_operator.reconciler.tracker import StaleInformerCache
 from endpointslice_operator.reconciler.trigger_time import TriggerTimeTracker, parse_time
 
-__all__ = ["ServiceSyncer", "SyncError"]
+__all__ = ["OwnerEntry", "ServiceSyncer", "SyncError", "owner_text"]
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,22 @@ def _is_deleting(endpoint_slice: Mapping[str, Any]) -> bool:
 def _slice_name(endpoint_slice: Mapping[str, Any]) -> str:
     metadata = endpoint_slice.get("metadata") or {}
     return str(metadata.get("name") or metadata.get("generateName") or "")
+
+
+class OwnerEntry(Protocol):
+    """What the write path reads of an owner: its queue key and (slim) body."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def body(self) -> dict[str, Any]: ...
+
+
+def owner_text(key: str) -> str:
+    """``Service ns/name`` or ``EndpointSelector ns/name``: an owner key for messages."""
+    kind, namespace, name = split_owner_key(key)
+    return f"{kind.kind} {namespace}/{name}"
 
 
 class _Token:
@@ -131,7 +148,7 @@ class ServiceSyncer:
         # carries the freshest state); False: kube-controller-manager's order, plan then wait
         # for the limiter before each request (the baseline the benchmarks compare with).
         self.plan_after_budget = plan_after_budget
-        self.tracker = EndpointSliceTracker()
+        self.tracker = tracker_for_owners()
         self.trigger_times = TriggerTimeTracker()
         self.metrics_cache = MetricsCache(config.max_endpoints_per_slice)
         # Warning Events recorded once per Service and leader term: reason -> Service keys.
@@ -151,7 +168,7 @@ class ServiceSyncer:
         While this replica stood by, another leader may have replaced or deleted the slices
         this tracker remembers; keeping those expectations would make every sync look stale.
         """
-        self.tracker = EndpointSliceTracker()
+        self.tracker = tracker_for_owners()
         self.trigger_times = TriggerTimeTracker()
         self._reported.clear()
         if self.endpoints is not None:
@@ -488,7 +505,7 @@ class ServiceSyncer:
         else:
             await self._spend()
 
-    async def _apply(self, entry: ServiceEntry, plan: Plan, held: _Token) -> None:
+    async def _apply(self, entry: OwnerEntry, plan: Plan, held: _Token) -> None:
         """Creates, then updates, then deletes; the first failure stops the rest."""
         written: dict[str, Any]
         for endpoint_slice in plan.creates:
@@ -536,24 +553,25 @@ class ServiceSyncer:
             )
 
     async def _write_failed(
-        self, entry: ServiceEntry, operation: str, endpoint_slice: Mapping[str, Any], exc: ApiError
+        self, entry: OwnerEntry, operation: str, endpoint_slice: Mapping[str, Any], exc: ApiError
     ) -> NoReturn:
+        owner = owner_text(entry.key)
         if operation == "create":
-            message = f"failed to create EndpointSlice for Service {entry.key}: {exc}"
+            message = f"failed to create EndpointSlice for {owner}: {exc}"
         else:
             message = (
-                f"failed to {operation} {_slice_name(endpoint_slice)} EndpointSlice for Service "
-                f"{entry.key}: {exc}"
+                f"failed to {operation} {_slice_name(endpoint_slice)} EndpointSlice for {owner}: "
+                f"{exc}"
             )
         await self._failed(entry, message)
         raise SyncError(message) from exc
 
-    async def _failed(self, entry: ServiceEntry, message: str) -> None:
+    async def _failed(self, entry: OwnerEntry, message: str) -> None:
         await self.recorder.record(
             entry.body,
             WARNING,
             REASON_FAILED_TO_UPDATE,
-            f"Error updating Endpoint Slices for Service {entry.key}: {message}",
+            f"Error updating Endpoint Slices for {owner_text(entry.key)}: {message}",
         )
 
     def _publish_gauges(self) -> None:

@@ -16,7 +16,7 @@ label, uid and generation are read, and no reference to them is kept.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -51,9 +51,15 @@ def _metadata(endpoint_slice: Mapping[str, Any]) -> Mapping[str, Any]:
     return endpoint_slice.get("metadata") or {}
 
 
-def _service_key(endpoint_slice: Mapping[str, Any]) -> _ServiceKey:
+def _service_key(
+    endpoint_slice: Mapping[str, Any], owner_labels: Sequence[tuple[str, str, str]] = ()
+) -> _ServiceKey:
     metadata = _metadata(endpoint_slice)
     labels = metadata.get("labels") or {}
+    for _, label, prefix in owner_labels:
+        value = labels.get(label)
+        if value:
+            return (metadata.get("namespace") or "", prefix + value)
     return (metadata.get("namespace") or "", labels.get(LABEL_SERVICE_NAME) or "")
 
 
@@ -73,28 +79,36 @@ class EndpointSliceTracker:
     Service. Not thread-safe: the operator uses it from a single asyncio loop.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, owner_labels: Sequence[tuple[str, str, str]] = ()) -> None:
         self._generations: dict[_ServiceKey, dict[str, int]] = {}
+        self.owner_labels = tuple(owner_labels)
+        """Owners other than Services, as ``(kind, slice label, name prefix)``: a slice carrying
+        that label is filed under ``(namespace, prefix + value)``, checked before the
+        service-name label, and an owner of that ``kind`` (in :meth:`stale_slices`) under
+        ``(namespace, prefix + name)``. Empty: Services only, as upstream."""
+
+    def _key(self, endpoint_slice: Mapping[str, Any]) -> _ServiceKey:
+        return _service_key(endpoint_slice, self.owner_labels)
 
     def update(self, endpoint_slice: Mapping[str, Any]) -> None:
         """Record the generation of a slice this controller has just created or updated."""
-        key = _service_key(endpoint_slice)
+        key = self._key(endpoint_slice)
         self._generations.setdefault(key, {})[_uid(endpoint_slice)] = _generation(endpoint_slice)
 
     def expect_deletion(self, endpoint_slice: Mapping[str, Any]) -> None:
         """Record that this controller has deleted the slice."""
-        key = _service_key(endpoint_slice)
+        key = self._key(endpoint_slice)
         self._generations.setdefault(key, {})[_uid(endpoint_slice)] = DELETION_EXPECTED
 
     def has(self, endpoint_slice: Mapping[str, Any]) -> bool:
         """Whether the slice's uid is tracked (under the Service its label names)."""
-        generations = self._generations.get(_service_key(endpoint_slice))
+        generations = self._generations.get(self._key(endpoint_slice))
         return generations is not None and _uid(endpoint_slice) in generations
 
     def should_sync(self, endpoint_slice: Mapping[str, Any]) -> bool:
         """Whether a slice event needs a sync: the slice is untracked, or newer than the
         generation this controller wrote (someone else changed it)."""
-        generations = self._generations.get(_service_key(endpoint_slice))
+        generations = self._generations.get(self._key(endpoint_slice))
         if generations is None:
             return True
         tracked = generations.get(_uid(endpoint_slice))
@@ -105,7 +119,7 @@ class EndpointSliceTracker:
 
         False means someone else deleted a slice this controller still wanted: resync.
         """
-        generations = self._generations.get(_service_key(endpoint_slice))
+        generations = self._generations.get(self._key(endpoint_slice))
         if generations is None:
             return True
         tracked = generations.pop(_uid(endpoint_slice), None)
@@ -120,8 +134,9 @@ class EndpointSliceTracker:
         written, or if a slice written (and not deleted) is missing from the list.
         """
         metadata = _metadata(service)
+        prefix = next((p for kind, _, p in self.owner_labels if kind == service.get("kind")), "")
         generations = self._generations.get(
-            (metadata.get("namespace") or "", metadata.get("name") or "")
+            (metadata.get("namespace") or "", prefix + (metadata.get("name") or ""))
         )
         if generations is None:
             return False

@@ -130,6 +130,12 @@ RESOURCES: tuple[ResourceInfo, ...] = (
         "apps", "v1", "replicasets", "replicaset", "ReplicaSet", True, ("rs",), ("all",),
         subresources=("status", "scale"), reset_status_on_create=True,
     ),
+    # A custom resource (endpointslice-operator.io's EndpointSelector CRD): unserved until a
+    # test "installs" it (UNSERVED_BY_DEFAULT).
+    ResourceInfo(
+        "endpointslice-operator.io", "v1alpha1", "endpointselectors", "endpointselector",
+        "EndpointSelector", True, subresources=("status",),
+    ),
     ResourceInfo(
         "resource.k8s.io", "v1", "resourceclaims", "resourceclaim", "ResourceClaim", True,
         subresources=("status",), reset_status_on_create=True,
@@ -137,12 +143,17 @@ RESOURCES: tuple[ResourceInfo, ...] = (
 )  # fmt: skip
 
 
+UNSERVED_BY_DEFAULT = ("endpointslice-operator.io",)
+"""Groups of custom resources: served only once installed, as a CRD is (a test discards the
+group from ``registry.unserved``)."""
+
+
 class ResourceRegistry:
     """Look-ups of :class:`ResourceInfo` by URL parts, by kind, or by a user's spelling."""
 
     def __init__(self, resources: Iterable[ResourceInfo] = RESOURCES) -> None:
         self.resources = tuple(resources)
-        self.unserved: set[str] = set()
+        self.unserved: set[str] = set(UNSERVED_BY_DEFAULT)
         """API groups the server does not serve (yet), changeable while it runs: as a cluster
         before the upgrade that brings a group, or before a CRD-based API is installed. Over
         HTTP such a group is unknown (discovery leaves it out, its URLs answer 404 in plain

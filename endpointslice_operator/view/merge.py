@@ -31,7 +31,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from endpointslice_operator.controller.selectors import Selector
+from endpointslice_operator.reconciler.labels import LABEL_SERVICE_NAME
 from endpointslice_operator.view.model import (
+    LABEL_ENDPOINT_SELECTOR_NAME,
     Change,
     Endpoint,
     EndpointGroup,
@@ -41,6 +43,7 @@ from endpointslice_operator.view.model import (
     Policy,
     ServicePortKey,
     address_sort_key,
+    parse_endpoint_selector,
     parse_service,
     parse_slice,
     view_annotation,
@@ -164,12 +167,19 @@ class EndpointView:
         policy: Policy = "ready",
         service_filter: ServiceFilter | None = None,
         managed_by: str | None = None,
+        endpoint_selectors: bool = False,
     ) -> None:
+        """``endpoint_selectors``: the owners fed to :meth:`apply_service` are EndpointSelectors
+        and the slices are theirs (by ``endpointslice-operator.io/endpoint-selector-name``)."""
         if policy not in ("ready", "serving", "all"):
             raise ValueError(f"policy must be ready, serving or all, not {policy!r}")
         self.policy: Policy = policy
         self.filter = service_filter if service_filter is not None else ServiceFilter()
         self.managed_by = managed_by
+        self._parse_owner = parse_endpoint_selector if endpoint_selectors else parse_service
+        self._owner_label = (
+            LABEL_ENDPOINT_SELECTOR_NAME if endpoint_selectors else LABEL_SERVICE_NAME
+        )
         self._services: dict[tuple[str, str], _Service] = {}
         self._slices: dict[tuple[str, str], ParsedSlice] = {}
         self._groups: dict[GroupKey, _Group] = {}
@@ -194,7 +204,7 @@ class EndpointView:
     # -- Services --------------------------------------------------------------------------------
 
     def apply_service(self, obj: Mapping[str, Any]) -> list[Change]:
-        parsed = parse_service(obj)
+        parsed = self._parse_owner(obj)
         if parsed is None:
             return []
         key = (parsed.namespace, parsed.name)
@@ -240,7 +250,7 @@ class EndpointView:
     # -- EndpointSlices --------------------------------------------------------------------------
 
     def apply_slice(self, obj: Mapping[str, Any]) -> list[Change]:
-        parsed = parse_slice(obj, self.managed_by)
+        parsed = parse_slice(obj, self.managed_by, self._owner_label)
         metadata = obj.get("metadata")
         if parsed is None or not self.filter.may_select(parsed.namespace, parsed.service):
             if isinstance(metadata, Mapping):

@@ -26,6 +26,7 @@ model, and the ``endpoints`` command with it, loads without the reconciler and p
 
 __all__ = [
     "DEFAULT_ANNOTATION_PREFIX",
+    "LABEL_ENDPOINT_SELECTOR_NAME",
     "POLICIES",
     "Change",
     "ChangeType",
@@ -37,12 +38,15 @@ __all__ = [
     "Policy",
     "ServicePortKey",
     "address_sort_key",
+    "parse_endpoint_selector",
     "parse_service",
     "parse_slice",
     "view_annotation",
 ]
 
 DEFAULT_ANNOTATION_PREFIX = "endpointslice-operator.io"
+LABEL_ENDPOINT_SELECTOR_NAME = "endpointslice-operator.io/endpoint-selector-name"
+"""The label naming an EndpointSelector on its slices (docs/endpointselector.md)."""
 
 Policy = Literal["ready", "serving", "all"]
 POLICIES: tuple[Policy, ...] = ("ready", "serving", "all")
@@ -195,6 +199,32 @@ def parse_service(obj: Mapping[str, Any]) -> ParsedService | None:
     return ParsedService(namespace, name, ports, labels, annotations)
 
 
+def parse_endpoint_selector(obj: Mapping[str, Any]) -> ParsedService | None:
+    """An EndpointSelector read as a Service: one port per ``spec.ports`` entry, numbered by
+    its ``port`` when that is a number, 0 when it names a container port (each endpoint's
+    :attr:`Endpoint.target_port` has the number it resolved to). A port without a name is
+    keyed ``""``, as the slices name it."""
+    metadata = _mapping(obj.get("metadata"))
+    namespace, name = metadata.get("namespace"), metadata.get("name")
+    if not isinstance(namespace, str) or not isinstance(name, str) or not namespace or not name:
+        return None
+    ports: dict[tuple[str, str], int] = {}
+    raw_ports = _mapping(obj.get("spec")).get("ports")
+    for raw in raw_ports if isinstance(raw_ports, list) else ():
+        port = _mapping(raw)
+        port_name = port.get("name")
+        protocol = port.get("protocol")
+        ports[
+            (
+                port_name if isinstance(port_name, str) else "",
+                protocol if isinstance(protocol, str) else "TCP",
+            )
+        ] = _port_number(port.get("port"))
+    labels = _mapping(metadata.get("labels"))
+    annotations = _mapping(metadata.get("annotations"))
+    return ParsedService(namespace, name, ports, labels, annotations)
+
+
 SlicePort = tuple[str, str, tuple[Endpoint, ...]]
 """(port name, protocol, the slice's endpoints carrying this port's number)."""
 
@@ -251,15 +281,20 @@ def _endpoints(raw_endpoints: Any, slice_name: str) -> list[tuple[str, tuple[Any
     return found
 
 
-def parse_slice(obj: Mapping[str, Any], managed_by: str | None = None) -> ParsedSlice | None:
+def parse_slice(
+    obj: Mapping[str, Any],
+    managed_by: str | None = None,
+    owner_label: str = LABEL_SERVICE_NAME,
+) -> ParsedSlice | None:
     """The endpoints an EndpointSlice gives each of its ports, or None when the view ignores
-    it (no service-name label, or ``managed_by`` given and the slice's manager differs)."""
+    it (no service-name label, or ``managed_by`` given and the slice's manager differs).
+    ``owner_label``: the label naming the owner (an EndpointSelector's, for that view)."""
     metadata = _mapping(obj.get("metadata"))
     namespace, name = metadata.get("namespace"), metadata.get("name")
     if not isinstance(namespace, str) or not isinstance(name, str) or not namespace or not name:
         return None
     labels = _mapping(metadata.get("labels"))
-    service = labels.get(LABEL_SERVICE_NAME)
+    service = labels.get(owner_label)
     if not isinstance(service, str) or not service:
         return None
     if managed_by is not None and labels.get(LABEL_MANAGED_BY) != managed_by:

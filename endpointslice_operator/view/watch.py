@@ -51,6 +51,9 @@ __all__ = [
 ]
 
 KINDS = ("services", "endpointslices")
+SELECTOR_KINDS = ("endpointselectors", "endpointslices")
+"""What the view of EndpointSelectors lists and watches (``endpoint_selectors=``)."""
+SELECTOR_GROUP_VERSION = "endpointslice-operator.io/v1alpha1"
 
 
 class ViewError(RuntimeError):
@@ -72,11 +75,15 @@ _SYNCED = Change("synced")
 class _Feed:
     """Applies events to the view and queues the changes for the generator."""
 
-    def __init__(self, view: EndpointView, scopes: list[str | None]) -> None:
+    def __init__(
+        self, view: EndpointView, scopes: list[str | None], kinds: tuple[str, str] = KINDS
+    ) -> None:
         self.view = view
         self.queue: asyncio.Queue[list[Change] | Exception] = asyncio.Queue()
         self.synced = False
-        self._pending = {(kind, scope) for kind in KINDS for scope in scopes}
+        self.owners = kinds[0]
+        """The owners' kind: ``services``, or ``endpointselectors``."""
+        self._pending = {(kind, scope) for kind in kinds for scope in scopes}
         self._seen: dict[tuple[str, str | None], set[tuple[str, str]] | None] = {}
 
     def _put(self, changes: list[Change]) -> None:
@@ -96,10 +103,10 @@ class _Feed:
             if event_type == "DELETED":
                 changes = (
                     self.view.delete_service(*key)
-                    if kind == "services"
+                    if kind == self.owners
                     else self.view.delete_slice(*key)
                 )
-            elif kind == "services":
+            elif kind == self.owners:
                 changes = self.view.apply_service(obj)
             else:
                 changes = self.view.apply_slice(obj)
@@ -112,11 +119,11 @@ class _Feed:
 
     def on_listed(self, kind: str, namespace: str | None) -> None:
         seen = self._seen.pop((kind, namespace), None) or set()
-        held = self.view.service_names() if kind == "services" else self.view.slice_names()
+        held = self.view.service_names() if kind == self.owners else self.view.slice_names()
         changes: list[Change] = []
         for key in held:
             if (namespace is None or key[0] == namespace) and key not in seen:
-                if kind == "services":
+                if kind == self.owners:
                     changes += self.view.delete_service(*key)
                 else:
                     changes += self.view.delete_slice(*key)
@@ -166,6 +173,7 @@ async def watch_endpoints(
     annotation_prefix: str = DEFAULT_ANNOTATION_PREFIX,
     backoff: float = 1.0,
     server_timeout: float = 300.0,
+    endpoint_selectors: Iterable[str] | str | None = None,
 ) -> AsyncGenerator[Change, None]:
     """The endpoints of the selected Services as a stream of changes.
 
@@ -177,22 +185,30 @@ async def watch_endpoints(
     ``services`` (names, or ``namespace/name``) and ``selector`` (a label selector on the
     Services) choose the Services; with neither, those annotated ``<prefix>/view: "true"``.
     ``managed_by`` keeps only the slices of that manager (default: every slice).
+    ``endpoint_selectors`` (names, or ``namespace/name``): instead of Services, the view of
+    these EndpointSelectors (docs/endpointselector.md) and their slices; the key's ``service``
+    is the EndpointSelector's name, its ``port`` the EndpointSelector's port number (0 for a
+    container port name: each endpoint's ``target_port`` has the number).
     """
+    on_selectors = endpoint_selectors is not None
     view = EndpointView(
         policy=policy,
         service_filter=service_filter(
             namespace=namespace,
-            services=services,
+            services=endpoint_selectors if on_selectors else services,
             selector=selector,
             annotation_prefix=annotation_prefix,
         ),
         managed_by=managed_by,
+        endpoint_selectors=on_selectors,
     )
     scopes: list[str | None] = [namespace]
-    feed = _Feed(view, scopes)
+    kinds = SELECTOR_KINDS if on_selectors else KINDS
+    feed = _Feed(view, scopes, kinds)
     tasks: list[asyncio.Task[None]] = []
-    selectors = _server_selectors(services, selector)
-    for kind in KINDS:
+    # Server-side narrowing is by Service name: not for EndpointSelectors' slices.
+    selectors = {} if on_selectors else _server_selectors(services, selector)
+    for kind in kinds:
         watcher = ListWatcher(
             api,
             kind,
@@ -206,6 +222,7 @@ async def watch_endpoints(
             client_timeout=server_timeout + 60.0,
             label_selector=selectors.get(kind, {}).get("label_selector"),
             field_selector=selectors.get(kind, {}).get("field_selector"),
+            group_version=SELECTOR_GROUP_VERSION if kind == "endpointselectors" else "",
         )
         task = asyncio.create_task(watcher.run())
         task.add_done_callback(functools.partial(feed.on_done, kind))

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from benchmarks.figure import Figure
-from benchmarks.figures import operator, propagation, scale
+from benchmarks.figures import operator, propagation, scale, selectors
 
 ZERO_ALLOWED = {"startup_writes", "events_queue_depth_max", "emulator_cpu_us_per_event"}
 """Figures that may be 0 (none written; the queue empty whenever sampled; CPU below one 10 ms
@@ -99,3 +99,19 @@ def test_scale() -> None:
     # The operator's write costs the emulator at least what the flip alone does.
     served = figures["emulator_cpu_us_per_event"]
     assert served.baseline is not None and served.value >= served.baseline
+
+
+@pytest.mark.timeout(240)
+def test_selectors() -> None:
+    figures = _by_name(selectors.collect("tiny"))
+    assert set(figures) == {
+        "selectors_startup_synced_s",
+        "selectors_startup_writes",
+        "selectors_cpu_us_per_event",
+        "selectors_events_per_s",
+    }
+    # Nothing changed since the slices (and statuses) were written: no writes, either kind.
+    assert figures["selectors_startup_writes"].value == 0
+    assert figures["selectors_startup_writes"].baseline == 0
+    # (CPU per flip is read from /proc in 10 ms ticks: 30 tiny-mode flips may show 0.)
+    assert figures["selectors_events_per_s"].value > 0

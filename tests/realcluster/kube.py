@@ -88,10 +88,13 @@ class Kube:
         params: dict[str, str] | None = None,
         content_type: str = "application/json",
         ok: tuple[int, ...] = (200, 201, 202),
+        headers: dict[str, str] | None = None,
     ) -> Any:
         """The decoded body; raises :class:`ApiFailure` on a status outside ``ok``."""
         data = None if body is None else json.dumps(body)
-        headers = {"Content-Type": content_type} if data is not None else {}
+        headers = dict(headers or {})
+        if data is not None:
+            headers["Content-Type"] = content_type
         async with self.session.request(
             method, self.base + path, data=data, params=params, headers=headers
         ) as response:

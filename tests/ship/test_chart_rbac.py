@@ -21,7 +21,12 @@ ALLOWED: dict[tuple[str, str], set[str]] = {
     ("coordination.k8s.io", "leases"): {"get", "create", "update"},
     # Only with rbac.resourceClaims (the device-network source).
     ("resource.k8s.io", "resourceclaims"): READ,
+    # With endpointSelectors.enabled (the default): read them, patch their status only.
+    ("endpointslice-operator.io", "endpointselectors"): READ,
+    ("endpointslice-operator.io", "endpointselectors/status"): {"patch"},
 }
+#: The one subresource granted: the status of EndpointSelectors (written through Kopf).
+SUBRESOURCES = {"endpointselectors/status"}
 WRITES = {
     "create",
     "update",
@@ -50,7 +55,7 @@ def test_no_wildcards_and_no_non_resource_urls(objects: list[dict[str, Any]]) ->
             assert "*" not in rule.get(field, []), f"{name}: wildcard in {field}"
             assert not any("*" in item for item in rule.get(field, [])), name
         assert "nonResourceURLs" not in rule, name
-        assert not any("/" in resource for resource in rule["resources"]), (
+        assert not any("/" in r for r in rule["resources"] if r not in SUBRESOURCES), (
             f"{name}: subresource grant {rule['resources']}"
         )
 
@@ -85,7 +90,7 @@ def test_writes_only_endpointslices_events_and_leases(
     if value_set in ENDPOINTS_WRITING_SETS or value_set.startswith("cleanup-hook"):
         assert "endpoints" in written
         written.discard("endpoints")
-    assert written <= {"endpointslices", "events", "leases"}
+    assert written <= {"endpointslices", "events", "leases", "endpointselectors/status"}
 
 
 def test_endpoints_are_written_only_when_enabled() -> None:
@@ -97,6 +102,10 @@ def test_endpoints_are_written_only_when_enabled() -> None:
 
 def test_everything_the_operator_needs_is_granted() -> None:
     without_claims = {k: v for k, v in ALLOWED.items() if k[1] != "resourceclaims"}
+    without_selectors = {
+        k: v for k, v in without_claims.items() if not k[1].startswith("endpointselectors")
+    }
+    assert _grants(rendered("no-endpoint-selectors")) == without_selectors
     for value_set in ("defaults", "namespaced", "replicas-2"):
         granted = _grants(rendered(value_set))
         assert granted == without_claims, value_set

@@ -19,6 +19,7 @@ def test_defaults_render_the_expected_objects() -> None:
     assert kinds == [
         "ClusterRole",
         "ClusterRoleBinding",
+        "CustomResourceDefinition",
         "Deployment",
         "Role",
         "RoleBinding",
@@ -29,7 +30,7 @@ def test_defaults_render_the_expected_objects() -> None:
         labels = obj["metadata"]["labels"]
         assert labels["app.kubernetes.io/name"] == "endpointslice-operator"
         assert labels["app.kubernetes.io/instance"] == "eso"
-        if obj["kind"] not in {"ClusterRole", "ClusterRoleBinding"}:
+        if obj["kind"] not in {"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}:
             assert obj["metadata"]["namespace"] == "operators"
 
 
@@ -284,7 +285,11 @@ def test_existing_service_account_and_no_rbac() -> None:
             "rbac": {"create": False},
         }
     )
-    assert sorted(obj["kind"] for obj in objects) == ["Deployment", "Service"]
+    assert sorted(obj["kind"] for obj in objects) == [
+        "CustomResourceDefinition",
+        "Deployment",
+        "Service",
+    ]
     spec = one(objects, "Deployment")["spec"]["template"]["spec"]
     assert spec["serviceAccountName"] == "platform-operator"
 

@@ -81,6 +81,8 @@ def test_non_default_values_reach_the_operator(tmp_path: Path) -> None:
         "prefer_same_traffic_distribution": False,
         "write_endpoints": True,
         "max_endpoints_per_subset": 500,
+        "endpoint_selectors": False,
+        "kep6116_labels": True,
     }
     assert set(given) == set(HELM_VALUES)
     values: dict[str, Any] = {}

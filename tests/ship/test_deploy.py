@@ -13,6 +13,8 @@ from endpointslice_operator.controller.optin import SelectorSource, Status, eval
 from endpointslice_operator.settings import Settings
 from scripts import render_manifests
 from scripts.render_manifests import (
+    CRD_CHART_COPY,
+    CRD_SOURCE,
     DASHBOARD_CHART_COPY,
     DASHBOARD_SOURCE,
     DEPLOY_MANIFEST,
@@ -36,6 +38,16 @@ def test_chart_dashboard_is_the_docs_dashboard() -> None:
     assert DASHBOARD_CHART_COPY.read_bytes() == DASHBOARD_SOURCE.read_bytes(), STALE
 
 
+def test_chart_crd_is_the_deploy_crd_and_rendered_kept() -> None:
+    assert CRD_CHART_COPY.read_bytes() == CRD_SOURCE.read_bytes(), STALE
+    (crd,) = [o for o in _documents(DEPLOY_MANIFEST) if o["kind"] == "CustomResourceDefinition"]
+    (source,) = _documents(CRD_SOURCE)
+    assert crd["spec"] == source["spec"]
+    # Uninstalling must not delete the CRD (and with it every EndpointSelector).
+    assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+    kubernetes_validate.validate(source, "1.33", strict=True)
+
+
 def test_a_stale_or_missing_generated_file_is_reported(tmp_path: Path) -> None:
     assert render_manifests.stale_files() == []
     (tmp_path / "deploy").mkdir()
@@ -43,6 +55,7 @@ def test_a_stale_or_missing_generated_file_is_reported(tmp_path: Path) -> None:
     assert render_manifests.stale_files(tmp_path) == [
         Path("deploy/endpointslice-operator.yaml"),
         Path("chart/dashboards/endpointslice-operator.json"),
+        Path("chart/files/endpointselectors.endpointslice-operator.io.yaml"),
     ]
 
 
@@ -53,7 +66,12 @@ def test_deploy_objects_install_into_the_deploy_namespace() -> None:
     assert sorted(p.name for p in (ROOT / "deploy").glob("*.yaml"))[0] == "00-namespace.yaml"
     for obj in [*_documents(DEPLOY_MANIFEST), namespace]:
         kubernetes_validate.validate(obj, "1.33", strict=True)
-        if obj["kind"] not in {"Namespace", "ClusterRole", "ClusterRoleBinding"}:
+        if obj["kind"] not in {
+            "Namespace",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "CustomResourceDefinition",
+        }:
             assert obj["metadata"]["namespace"] == namespace["metadata"]["name"]
     # The namespace enforces the "restricted" Pod Security Standard the operator meets.
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"

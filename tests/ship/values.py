@@ -26,6 +26,8 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
     },
     "namespaced": {"namespaces": ["team-a", "team-b"]},
     "resource-claims": {"rbac": {"resourceClaims": True}},
+    "no-endpoint-selectors": {"endpointSelectors": {"enabled": False}, "kep6116Labels": True},
+    "endpoint-selectors-crd-elsewhere": {"endpointSelectors": {"installCRD": False}},
     "monitors": {
         "metrics": {
             "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
@@ -138,6 +140,8 @@ HELM_VALUES: dict[str, str] = {
     "prefer_same_traffic_distribution": "preferSameTrafficDistribution",
     "write_endpoints": "writeEndpoints",
     "max_endpoints_per_subset": "maxEndpointsPerSubset",
+    "endpoint_selectors": "endpointSelectors.enabled",
+    "kep6116_labels": "kep6116Labels",
 }
 
 

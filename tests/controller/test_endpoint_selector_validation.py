@@ -1,0 +1,99 @@
+"""What the EndpointSelector CRD's schema cannot refuse, the operator does (and says why)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from endpointslice_operator.controller.owners.endpoint_selector import (
+    EndpointSelectorEntry,
+    status_patch,
+    validate,
+)
+
+
+def body(spec: dict[str, Any], generation: int = 1) -> dict[str, Any]:
+    return {"metadata": {"name": "s", "namespace": "ns", "generation": generation}, "spec": spec}
+
+
+GOOD = {"selector": {"matchLabels": {"app": "web"}}, "ports": [{"name": "a", "port": 80}]}
+
+
+@pytest.mark.parametrize(
+    ("spec", "reason"),
+    [
+        ({"selector": {}}, "InvalidSelector"),
+        ({"selector": {"matchLabels": {}}}, "InvalidSelector"),
+        ({"selector": {"matchLabels": {"bad key!": "x"}}}, "InvalidSelector"),
+        ({"selector": {"matchExpressions": [{"key": "a", "operator": "In"}]}}, "InvalidSelector"),
+        (
+            {
+                "selector": {
+                    "matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]
+                }
+            },
+            "InvalidSelector",
+        ),
+        (
+            {**GOOD, "ports": [{"name": "a", "port": 1}, {"name": "a", "port": 2}]},
+            "DuplicatePortName",
+        ),
+        ({**GOOD, "ports": [{"name": "a", "port": 1, "protocol": "ICMP"}]}, "UnknownProtocol"),
+        ({**GOOD, "ports": [{"name": "a", "port": 0}]}, "InvalidPort"),
+        ({**GOOD, "ports": [{"name": "a", "port": "Not_A_Name"}]}, "InvalidPort"),
+        ({**GOOD, "ports": [{"port": 1}, {"port": 2}]}, "InvalidPort"),
+        ({**GOOD, "ipFamilies": ["IPv4", "IPv4"]}, "InvalidIPFamily"),
+        ({**GOOD, "ipFamilies": ["IPv5"]}, "InvalidIPFamily"),
+    ],
+)
+def test_problems_are_named_by_reason(spec: dict[str, Any], reason: str) -> None:
+    selector, problems = validate(body(spec))
+    assert selector is None
+    assert problems[0][0] == reason, problems
+
+
+def test_a_valid_spec_selects_with_both_kinds_of_requirement() -> None:
+    spec = {
+        "selector": {
+            "matchLabels": {"app": "web"},
+            "matchExpressions": [{"key": "track", "operator": "NotIn", "values": ["canary"]}],
+        },
+        "ports": [{"name": "a", "port": "http"}, {"name": "b", "port": 81, "protocol": "UDP"}],
+        "ipFamilies": ["IPv6", "IPv4"],
+    }
+    selector, problems = validate(body(spec))
+    assert problems == [] and selector is not None
+    assert selector.matches({"app": "web"})
+    assert selector.matches({"app": "web", "track": "stable"})
+    assert not selector.matches({"app": "web", "track": "canary"})
+    assert not selector.matches({"app": "db"})
+
+
+def test_status_is_written_only_when_it_changes() -> None:
+    entry = EndpointSelectorEntry("endpointselector:ns/s", body(GOOD, 3), None, ())
+    first = status_patch(entry, None)
+    assert first is not None
+    assert first["observedGeneration"] == 3
+    (ready,) = first["conditions"]
+    assert (ready["status"], ready["reason"], ready["observedGeneration"]) == (
+        "True",
+        "Accepted",
+        3,
+    )
+    assert status_patch(entry, first) is None
+    newer = EndpointSelectorEntry("endpointselector:ns/s", body(GOOD, 4), None, ())
+    again = status_patch(newer, first)
+    assert (
+        again is not None
+        and again["conditions"][0]["lastTransitionTime"] == ready["lastTransitionTime"]
+    )
+    broken = EndpointSelectorEntry(
+        "endpointselector:ns/s", body(GOOD, 5), None, (("UnknownProtocol", "no"),)
+    )
+    failed = status_patch(broken, again)
+    assert failed is not None
+    assert (failed["conditions"][0]["status"], failed["conditions"][0]["reason"]) == (
+        "False",
+        "UnknownProtocol",
+    )

@@ -1,0 +1,120 @@
+"""The owner-kind seam: queue keys, slice owners, the tracker's keys, routing to syncers."""
+
+from __future__ import annotations
+
+import pytest
+
+from endpointslice_operator.controller.indexes import SliceIndex, slice_ref
+from endpointslice_operator.controller.owners import (
+    ENDPOINT_SELECTOR,
+    SERVICE,
+    OwnerSyncs,
+    owner_of_slice,
+    split_owner_key,
+    tracker_for_owners,
+    tracker_name,
+)
+
+
+def _slice(labels: dict[str, str], uid: str = "u1", generation: int = 1) -> dict[str, object]:
+    return {
+        "metadata": {
+            "namespace": "ns",
+            "name": "s-1",
+            "uid": uid,
+            "generation": generation,
+            "resourceVersion": "5",
+            "labels": labels,
+        }
+    }
+
+
+def test_service_keys_are_unchanged() -> None:
+    assert SERVICE.key("ns", "web") == "ns/web"
+    assert split_owner_key("ns/web") == (SERVICE, "ns", "web")
+    assert tracker_name("ns/web") == ("ns", "web")
+
+
+def test_other_kinds_carry_their_prefix() -> None:
+    key = ENDPOINT_SELECTOR.key("ns", "web")
+    assert key == "endpointselector:ns/web"
+    assert split_owner_key(key) == (ENDPOINT_SELECTOR, "ns", "web")
+    assert tracker_name(key) == ("ns", "endpointselector:web")
+
+
+def test_slice_owner_prefers_other_kinds_over_the_service_label() -> None:
+    both = {
+        "kubernetes.io/service-name": "web",
+        "endpointslice-operator.io/endpoint-selector-name": "sel",
+    }
+    assert owner_of_slice("ns", both) == "endpointselector:ns/sel"
+    assert owner_of_slice("ns", {"kubernetes.io/service-name": "web"}) == "ns/web"
+    assert owner_of_slice("ns", {}) is None
+    assert slice_ref(_slice(both))[2].service == "endpointselector:ns/sel"
+
+
+def test_slice_index_files_slices_under_their_owner() -> None:
+    index = SliceIndex("ours")
+    labels = {
+        "endpointslice.kubernetes.io/managed-by": "ours",
+        "endpointslice-operator.io/endpoint-selector-name": "sel",
+    }
+    index.put(_slice(labels))
+    assert [s["metadata"]["name"] for s in index.ours("endpointselector:ns/sel")] == ["s-1"]
+    assert index.ours("ns/sel") == []
+    stand_in = index.last_seen("ns", "s-1")
+    assert stand_in is not None
+
+
+def test_tracker_keeps_owner_kinds_apart() -> None:
+    tracker = tracker_for_owners()
+    service_slice = _slice({"kubernetes.io/service-name": "web"}, uid="a", generation=2)
+    selector_slice = _slice(
+        {"endpointslice-operator.io/endpoint-selector-name": "web"}, uid="b", generation=2
+    )
+    tracker.update(service_slice)
+    tracker.update(selector_slice)
+    assert dict(tracker.generations("ns", "web") or {}) == {"a": 2}
+    assert dict(tracker.generations("ns", "endpointselector:web") or {}) == {"b": 2}
+    selector = {"kind": "EndpointSelector", "metadata": {"namespace": "ns", "name": "web"}}
+    service = {"kind": "Service", "metadata": {"namespace": "ns", "name": "web"}}
+    # Each owner's listing is checked against its own writes only.
+    assert tracker.stale_slices(selector, [selector_slice]) is False
+    assert tracker.stale_slices(selector, []) is True
+    assert tracker.stale_slices(service, [service_slice]) is False
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.terms = 0
+
+    async def sync(self, key: str) -> None:
+        self.keys.append(key)
+
+    def start_term(self) -> None:
+        self.terms += 1
+
+    def all_keys(self) -> list[str]:
+        return ["endpointselector:ns/x"]
+
+
+@pytest.mark.asyncio
+async def test_owner_syncs_route_by_kind() -> None:
+    services: list[str] = []
+
+    async def service_sync(key: str) -> None:
+        services.append(key)
+
+    selectors = _Recorder()
+    syncs = OwnerSyncs(service_sync, {"EndpointSelector": selectors})
+    await syncs.sync("ns/web")
+    await syncs.sync("endpointselector:ns/web")
+    assert services == ["ns/web"]
+    assert selectors.keys == ["endpointselector:ns/web"]
+    syncs.start_term()
+    assert selectors.terms == 1
+    assert syncs.all_keys() == ["endpointselector:ns/x"]
+    # A kind without a syncer (switched off): its keys are left alone.
+    await OwnerSyncs(service_sync).sync("endpointselector:ns/web")
+    assert services == ["ns/web"]

@@ -1,0 +1,469 @@
+"""EndpointSelectors on a real kube-apiserver (and its garbage collector): the CRD installed by
+the test, its schema, selection, conditions, named ports, families, labels, deletion, restart,
+and parity with a Service of the same selector and ports."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.realcluster import objects as o
+from tests.realcluster.kube import (
+    JSON,
+    LABEL_MANAGED_BY,
+    LABEL_SERVICE_NAME,
+    OURS,
+    Kube,
+    eventually,
+)
+from tests.realcluster.operator_process import OperatorProcess, running
+
+pytestmark = pytest.mark.realcluster
+
+ROOT = Path(__file__).resolve().parents[2]
+CRD_FILE = ROOT / "deploy" / "crds" / "endpointselectors.endpointslice-operator.io.yaml"
+GROUP_VERSION = "endpointslice-operator.io/v1alpha1"
+LABEL_SELECTOR_NAME = "endpointslice-operator.io/endpoint-selector-name"
+LABEL_KEP6116 = "kubernetes.io/endpoint-selector-name"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+@pytest.fixture
+async def crd(kube: Kube) -> AsyncIterator[None]:
+    """The CRD of deploy/crds/, installed (once per control plane; again if another test
+    deleted it, as the plain-manifests uninstall does) and established."""
+    body = yaml.safe_load(CRD_FILE.read_text(encoding="utf-8"))
+    path = f"{CRDS}/{body['metadata']['name']}"
+
+    async def established() -> bool:
+        status, current = await kube.status_of("GET", path)
+        if status == 404:
+            status, answer = await kube.status_of("POST", CRDS, body)
+            assert status in (200, 409), answer
+            raise AssertionError("created; waiting for it to be established")
+        assert status == 200, current
+        assert not current["metadata"].get("deletionTimestamp"), "being deleted"
+        conditions = (current.get("status") or {}).get("conditions") or []
+        assert any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+        listed, answer = await kube.status_of("GET", f"/apis/{GROUP_VERSION}/endpointselectors")
+        assert listed == 200, answer
+        return True
+
+    await eventually(established, timeout=90)
+    yield
+
+
+@pytest.fixture
+async def selector_operator(
+    crd: None, kube: Kube, ns: str, log_dir: Path
+) -> AsyncIterator[OperatorProcess]:
+    await o.node(kube, "node-a", "zone-a")
+    await o.node(kube, "node-b", "zone-b")
+    async with running(kube.kubeconfig, log_dir / "operator.log", "--namespace", ns) as op:
+        yield op
+
+
+def selector_body(name: str, selector: JSON, **spec: Any) -> JSON:
+    spec.setdefault("ports", [{"name": "http", "port": 8080, "protocol": "TCP"}])
+    return {
+        "apiVersion": GROUP_VERSION,
+        "kind": "EndpointSelector",
+        "metadata": {"name": name},
+        "spec": {"selector": selector, **spec},
+    }
+
+
+async def create_selector(kube: Kube, ns: str, body: JSON) -> JSON:
+    return await kube.create(f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors", body)
+
+
+async def selector_slices(kube: Kube, ns: str, name: str) -> list[JSON]:
+    body = await kube.get(
+        f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
+        labelSelector=f"{LABEL_SELECTOR_NAME}={name},{LABEL_MANAGED_BY}={OURS}",
+    )
+    return sorted(body["items"], key=lambda s: (s["addressType"], s["metadata"]["name"]))
+
+
+async def ready_condition(kube: Kube, ns: str, name: str) -> JSON:
+    current = await kube.get(f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors/{name}")
+    status = current.get("status") or {}
+    found = [c for c in status.get("conditions") or [] if c["type"] == "Ready"]
+    assert len(found) == 1, current
+    (ready,) = found
+    return dict(
+        ready,
+        objectGeneration=current["metadata"]["generation"],
+        statusGeneration=status.get("observedGeneration"),
+    )
+
+
+async def until_selected(
+    kube: Kube, ns: str, name: str, want: set[str], timeout: float = 60
+) -> None:
+    async def check() -> bool:
+        assert o.addresses(await selector_slices(kube, ns, name)) == want
+        return True
+
+    await eventually(check, timeout=timeout)
+
+
+async def until_condition(kube: Kube, ns: str, name: str, status: str, reason: str) -> JSON:
+    async def check() -> JSON:
+        condition = await ready_condition(kube, ns, name)
+        assert (condition["status"], condition["reason"]) == (status, reason), condition
+        assert condition["statusGeneration"] == condition["objectGeneration"], condition
+        return condition
+
+    result: JSON = await eventually(check, timeout=60)
+    return result
+
+
+async def test_selection_labels_owner_status_and_printer_columns(
+    kube: Kube, ns: str, selector_operator: OperatorProcess
+) -> None:
+    await o.pod(kube, ns, "web-0", "10.1.0.1", labels={"app": "web", "tier": "front"})
+    await o.pod(kube, ns, "web-1", "10.1.0.2", labels={"app": "web", "tier": "back"})
+    await o.pod(kube, ns, "db-0", "10.1.0.3", labels={"app": "db"})
+    body = selector_body("by-labels", {"matchLabels": {"app": "web"}})
+    body["metadata"]["labels"] = {"team": "a", LABEL_SERVICE_NAME: "spoofed"}
+    created = await create_selector(kube, ns, body)
+    expressions = {
+        "matchExpressions": [
+            {"key": "app", "operator": "In", "values": ["web", "db"]},
+            {"key": "tier", "operator": "NotIn", "values": ["back"]},
+        ]
+    }
+    await create_selector(kube, ns, selector_body("by-expressions", expressions))
+    await until_selected(kube, ns, "by-labels", {"10.1.0.1", "10.1.0.2"})
+    await until_selected(kube, ns, "by-expressions", {"10.1.0.1", "10.1.0.3"})
+    (only,) = await selector_slices(kube, ns, "by-labels")
+    # Non-reserved labels copied, reserved ones ours (no kubernetes.io/service-name).
+    assert only["metadata"]["labels"] == {
+        "team": "a",
+        LABEL_MANAGED_BY: OURS,
+        LABEL_SELECTOR_NAME: "by-labels",
+    }
+    (owner,) = only["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["uid"], owner["controller"]) == (
+        "EndpointSelector",
+        created["metadata"]["uid"],
+        True,
+    )
+    assert only["ports"] == [{"name": "http", "port": 8080, "protocol": "TCP"}]
+    await until_condition(kube, ns, "by-labels", "True", "Accepted")
+    # kubectl's columns (the server's Table rendering of the CRD's printer columns).
+    table = await kube.request(
+        "GET",
+        f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors",
+        headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
+    )
+    columns = [c["name"] for c in table["columnDefinitions"]]
+    assert columns[:4] == ["Name", "Ready", "Reason", "Selector"]
+    rows = {row["cells"][0]: row["cells"][1:3] for row in table["rows"]}
+    assert rows["by-labels"] == ["True", "Accepted"]
+
+
+async def test_the_schema_refuses_what_it_can_and_the_operator_the_rest(
+    kube: Kube, ns: str, selector_operator: OperatorProcess
+) -> None:
+    path = f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors"
+    refused = [
+        selector_body("no-selector", {}),
+        selector_body(
+            "icmp", {"matchLabels": {"app": "web"}}, ports=[{"port": 80, "protocol": "ICMP"}]
+        ),
+        selector_body("object-port", {"matchLabels": {"app": "web"}}, ports=[{"port": {"a": 1}}]),
+        selector_body("bad-op", {"matchExpressions": [{"key": "a", "operator": "Gt"}]}),
+    ]
+    for body in refused:
+        status, answer = await kube.status_of("POST", path, body)
+        assert status == 422, (body["metadata"]["name"], answer)
+    await o.pod(kube, ns, "web-0", "10.1.0.1")
+    duplicate = selector_body(
+        "duplicate",
+        {"matchLabels": {"app": "web"}},
+        ports=[{"name": "a", "port": 80}, {"name": "a", "port": 81}],
+    )
+    await create_selector(kube, ns, duplicate)
+    # An empty matchLabels: refused by the CEL rule where the server has it (1.25+), by the
+    # operator otherwise.
+    status, _ = await kube.status_of(
+        "POST", path, selector_body("empty-labels", {"matchLabels": {}})
+    )
+    assert status in (200, 201, 422)
+    await until_condition(kube, ns, "duplicate", "False", "DuplicatePortName")
+    if status != 422:
+        await until_condition(kube, ns, "empty-labels", "False", "InvalidSelector")
+
+    async def warned() -> bool:
+        found = await kube.events(ns, "DuplicatePortName")
+        assert len(found) == 1, found
+        (event,) = found
+        assert event["type"] == "Warning"
+        assert event["involvedObject"]["kind"] == "EndpointSelector"
+        return True
+
+    await eventually(warned, timeout=60)
+    assert await selector_slices(kube, ns, "duplicate") == []
+
+
+async def test_conditions_publish_not_ready_and_a_selector_change(
+    kube: Kube, ns: str, selector_operator: OperatorProcess
+) -> None:
+    await o.pod(kube, ns, "web-0", "10.1.0.1")
+    await o.pod(kube, ns, "web-1", "10.1.0.2", ready=False)
+    await o.pod(kube, ns, "api-0", "10.1.0.9", labels={"app": "api"})
+    await create_selector(kube, ns, selector_body("plain", {"matchLabels": {"app": "web"}}))
+    await create_selector(
+        kube,
+        ns,
+        selector_body("all", {"matchLabels": {"app": "web"}}, publishNotReadyAddresses=True),
+    )
+
+    async def views(plain: dict[str, tuple[Any, ...]], every: dict[str, tuple[Any, ...]]) -> None:
+        async def check() -> bool:
+            got_plain = {
+                k: v[1:4]
+                for k, v in o.endpoint_view(await selector_slices(kube, ns, "plain")).items()
+            }
+            got_all = {
+                k: v[1:4]
+                for k, v in o.endpoint_view(await selector_slices(kube, ns, "all")).items()
+            }
+            assert (got_plain, got_all) == (plain, every)
+            return True
+
+        await eventually(check, timeout=60)
+
+    await views(
+        {"web-0": (True, True, False), "web-1": (False, False, False)},
+        {"web-0": (True, True, False), "web-1": (True, False, False)},
+    )
+    await o.set_ready(kube, ns, "web-1", True)
+    await kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods/web-0", {"gracePeriodSeconds": 60})
+    await views(
+        {"web-0": (False, True, True), "web-1": (True, True, False)},
+        {"web-0": (True, True, True), "web-1": (True, True, False)},
+    )
+    await kube.patch(
+        f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors/plain",
+        {"spec": {"selector": {"matchLabels": {"app": "api"}}}},
+    )
+    await until_selected(kube, ns, "plain", {"10.1.0.9"})
+    await until_condition(kube, ns, "plain", "True", "Accepted")
+
+
+async def test_named_ports_and_ip_families(
+    kube: Kube, ns: str, selector_operator: OperatorProcess
+) -> None:
+    await o.pod(kube, ns, "web-0", ["10.1.0.1", "fd00::1"])
+    await o.pod(
+        kube,
+        ns,
+        "web-1",
+        ["10.1.0.2", "fd00::2"],
+        container_ports=[{"name": "http", "containerPort": 9090, "protocol": "TCP"}],
+    )
+    await create_selector(
+        kube,
+        ns,
+        selector_body(
+            "named",
+            {"matchLabels": {"app": "web"}},
+            ports=[{"name": "web", "port": "http"}],
+            ipFamilies=["IPv4"],
+        ),
+    )
+    await create_selector(
+        kube, ns, selector_body("v6", {"matchLabels": {"app": "web"}}, ipFamilies=["IPv6"])
+    )
+    await create_selector(kube, ns, selector_body("both", {"matchLabels": {"app": "web"}}))
+
+    async def check() -> bool:
+        named = await selector_slices(kube, ns, "named")
+        by_port = {s["ports"][0]["port"]: o.addresses([s]) for s in named}
+        assert by_port == {8080: {"10.1.0.1"}, 9090: {"10.1.0.2"}}
+        assert {s["addressType"] for s in named} == {"IPv4"}
+        v6 = await selector_slices(kube, ns, "v6")
+        assert o.addresses(v6) == {"fd00::1", "fd00::2"}
+        assert {s["addressType"] for s in v6} == {"IPv6"}
+        both = await selector_slices(kube, ns, "both")
+        assert {s["addressType"] for s in both} == {"IPv4", "IPv6"}
+        return True
+
+    await eventually(check, timeout=60)
+
+
+async def test_service_name_label_only_when_owned_by_a_service(
+    kube: Kube, ns: str, crd: None, log_dir: Path
+) -> None:
+    await o.node(kube, "node-a", "zone-a")
+    await o.pod(kube, ns, "web-0", "10.1.0.1")
+    service = await o.service(kube, ns, "web", opt_in=False)
+    owned = selector_body("web-owned", {"matchLabels": {"app": "web"}})
+    owned["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "name": "web",
+            "uid": service["metadata"]["uid"],
+            "controller": True,
+        }
+    ]
+    await create_selector(kube, ns, owned)
+    await create_selector(kube, ns, selector_body("free", {"matchLabels": {"app": "web"}}))
+    args = ("--namespace", ns, "--kep6116-labels")
+    async with running(kube.kubeconfig, log_dir / "operator.log", *args):
+        await until_selected(kube, ns, "web-owned", {"10.1.0.1"})
+        await until_selected(kube, ns, "free", {"10.1.0.1"})
+    (owned_slice,) = await selector_slices(kube, ns, "web-owned")
+    (free_slice,) = await selector_slices(kube, ns, "free")
+    assert owned_slice["metadata"]["labels"][LABEL_SERVICE_NAME] == "web"
+    assert owned_slice["metadata"]["labels"][LABEL_KEP6116] == "web-owned"
+    assert LABEL_SERVICE_NAME not in free_slice["metadata"]["labels"]
+    assert free_slice["metadata"]["labels"][LABEL_KEP6116] == "free"
+    # kube-proxy would program the owned one for the Service "web" (its slices by that label).
+    assert [s["metadata"]["name"] for s in await kube.slices(ns, "web")] == [
+        owned_slice["metadata"]["name"]
+    ]
+
+
+async def test_deleting_an_endpoint_selector_deletes_its_slices(
+    kube: Kube, ns: str, selector_operator: OperatorProcess
+) -> None:
+    """The garbage collector (through the ownerReference), and the operator itself where the
+    collector leaves them (orphan propagation stands for a cluster without one)."""
+    await o.pod(kube, ns, "web-0", "10.1.0.1")
+    for name in ("collected", "orphaned"):
+        await create_selector(kube, ns, selector_body(name, {"matchLabels": {"app": "web"}}))
+        await until_selected(kube, ns, name, {"10.1.0.1"})
+    path = f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors"
+    await kube.delete(f"{path}/collected")
+    await kube.delete(
+        f"{path}/orphaned",
+        {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Orphan"},
+    )
+
+    async def gone() -> bool:
+        assert await selector_slices(kube, ns, "collected") == []
+        assert await selector_slices(kube, ns, "orphaned") == []
+        return True
+
+    await eventually(gone, timeout=60)
+    deleted = await selector_operator.metric(
+        r'endpoint_slice_controller_changes\{operation="delete"\}'
+    )
+    assert deleted >= 1  # the orphaned one's slice, at least, went by the operator's hand
+
+
+async def test_a_restart_with_nothing_changed_writes_nothing(
+    kube: Kube, ns: str, crd: None, log_dir: Path
+) -> None:
+    await o.node(kube, "node-a", "zone-a")
+    for i in range(12):
+        await o.pod(kube, ns, f"web-{i}", f"10.1.0.{i + 1}")
+    await create_selector(kube, ns, selector_body("web", {"matchLabels": {"app": "web"}}))
+    await create_selector(
+        kube, ns, selector_body("bad", {"matchLabels": {"app": "web"}}, ports=[{"port": 0}])
+    )
+    args = ("--namespace", ns)
+    async with running(kube.kubeconfig, log_dir / "first.log", *args):
+        await until_selected(kube, ns, "web", {f"10.1.0.{i + 1}" for i in range(12)})
+        await until_condition(kube, ns, "web", "True", "Accepted")
+        await until_condition(kube, ns, "bad", "False", "InvalidPort")
+    slices_path = f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"
+    selectors_path = f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors"
+    slices_version = (await kube.get(slices_path))["metadata"]["resourceVersion"]
+    selectors_version = (await kube.get(selectors_path))["metadata"]["resourceVersion"]
+    async with (
+        kube.watch(slices_path, resource_version=slices_version) as slice_events,
+        kube.watch(selectors_path, resource_version=selectors_version) as selector_events,
+    ):
+        async with running(kube.kubeconfig, log_dir / "second.log", *args) as second:
+
+            async def synced() -> bool:
+                return (
+                    await second.metric(r'endpoint_slice_controller_syncs\{result="success"\}') >= 1
+                )
+
+            await eventually(synced, timeout=60)
+            await asyncio.sleep(1)  # a status patch would come right after the listing
+            assert await second.metric(r"endpoint_slice_controller_changes\{.*\}") == 0
+        assert slice_events == []
+        assert selector_events == [], json.dumps(selector_events)[:2000]
+
+
+def _packing(found: list[JSON]) -> list[str]:
+    return sorted(
+        json.dumps(
+            [
+                s["addressType"],
+                s.get("ports") or [],
+                sorted(s.get("endpoints") or [], key=lambda ep: ep["addresses"]),
+            ],
+            sort_keys=True,
+        )
+        for s in found
+    )
+
+
+async def test_parity_with_a_service_of_the_same_selector_and_ports(
+    kube: Kube, ns: str, crd: None, log_dir: Path
+) -> None:
+    await o.node(kube, "node-a", "zone-a")
+    await o.node(kube, "node-b", "zone-b")
+    for i in range(7):
+        await o.pod(
+            kube,
+            ns,
+            f"web-{i}",
+            f"10.1.0.{i + 1}",
+            ready=i % 3 != 0,
+            node_name="node-a" if i % 2 else "node-b",
+        )
+    await o.pod(
+        kube,
+        ns,
+        "web-odd",
+        "10.1.0.50",
+        container_ports=[{"name": "http", "containerPort": 9090, "protocol": "TCP"}],
+    )
+    port = {"name": "http", "protocol": "TCP", "appProtocol": "http"}
+    await o.service(
+        kube,
+        ns,
+        "web",
+        annotations={o.SELECTOR: "app=web"},
+        ports=[{**port, "port": 80, "targetPort": "http"}],
+        clusterIP="None",
+        ipFamilies=["IPv4"],
+        ipFamilyPolicy="SingleStack",
+    )
+    await create_selector(
+        kube,
+        ns,
+        selector_body("web", {"matchLabels": {"app": "web"}}, ports=[{**port, "port": "http"}]),
+    )
+    args = ("--namespace", ns, "--max-endpoints-per-slice", "3")
+    async with running(kube.kubeconfig, log_dir / "operator.log", *args):
+
+        async def same() -> bool:
+            service_slices = [
+                s
+                for s in await kube.slices(ns, "web")
+                if LABEL_SELECTOR_NAME not in s["metadata"]["labels"]
+            ]
+            selector = await selector_slices(kube, ns, "web")
+            assert len(o.addresses(service_slices)) == 8
+            assert len(service_slices) == 4
+            assert _packing(service_slices) == _packing(selector)
+            return True
+
+        await eventually(same, timeout=60)
