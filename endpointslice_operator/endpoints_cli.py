@@ -158,29 +158,30 @@ def _emit(line: str) -> None:
 def resolve_scope(
     args: argparse.Namespace, settings: Settings
 ) -> tuple[str | None, list[str] | None]:
-    """(namespace to watch, None for all; the Services, each as ``namespace/name``), as
-    kubectl resolves them: ``-A`` every namespace, ``-n`` that one, else the kubeconfig
-    context's. A bare NAME is in the namespace in use (with ``-A``, in any); a
-    ``NAMESPACE/NAME`` elsewhere widens the watch to every namespace (the view still shows
-    only the Services named)."""
+    """(namespace to watch, None for all; the Services, or with ``--endpoint-selector`` the
+    EndpointSelectors, each as ``namespace/name``), as kubectl resolves them: ``-A`` every
+    namespace, ``-n`` that one, else the kubeconfig context's. A bare NAME is in the namespace
+    in use (with ``-A``, in any); a ``NAMESPACE/NAME`` elsewhere widens the watch to every
+    namespace (the view still shows only the objects named)."""
     from endpointslice_operator.controller.cluster_config import context_namespace
 
+    named = list(args.endpoint_selector or args.service or [])
     if args.all_namespaces:
-        return None, list(args.service) if args.service else None
+        return None, named or None
     namespace = args.namespace or context_namespace(settings)
-    if not args.service:
+    if not named:
         return namespace, None
-    services = [name if "/" in name else f"{namespace}/{name}" for name in args.service]
-    if any(name.partition("/")[0] != namespace for name in services):
-        return None, services
-    return namespace, services
+    owners = [name if "/" in name else f"{namespace}/{name}" for name in named]
+    if any(name.partition("/")[0] != namespace for name in owners):
+        return None, owners
+    return namespace, owners
 
 
 async def _run(
     args: argparse.Namespace,
     annotation_prefix: str,
     namespace: str | None,
-    services: list[str] | None,
+    named: list[str] | None,
 ) -> int:
     from endpointslice_operator.view.watch import open_api_client, watch_endpoints
 
@@ -188,9 +189,9 @@ async def _run(
         stream = watch_endpoints(
             api,
             namespace=namespace,
-            services=services,
+            services=None if args.endpoint_selector else named,
             selector=args.selector,
-            endpoint_selectors=args.endpoint_selector,
+            endpoint_selectors=named if args.endpoint_selector else None,
             managed_by=args.managed_by,
             policy=args.policy,
             gather=args.gather,
@@ -245,7 +246,7 @@ def main(argv: Sequence[str]) -> int:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         sys.stderr.write(f"{PROG}: {first}\n")
         return 1 if isinstance(exc, NoClusterError) else 2
-    namespace, services = resolve_scope(args, settings)
+    namespace, named = resolve_scope(args, settings)
     import asyncio
 
     from kubernetes_asyncio.config import ConfigException
@@ -253,7 +254,7 @@ def main(argv: Sequence[str]) -> int:
     from endpointslice_operator.view.watch import ViewError
 
     try:
-        return asyncio.run(_run(args, settings.annotation_prefix, namespace, services))
+        return asyncio.run(_run(args, settings.annotation_prefix, namespace, named))
     except ViewError as exc:
         sys.stderr.write(f"{PROG}: {exc}\n")
         return 1

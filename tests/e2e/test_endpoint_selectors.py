@@ -466,7 +466,7 @@ async def test_the_endpoints_command_follows_an_endpoint_selector() -> None:
             await settle(op)
             kubeconfig = str(emu.kubeconfig_path)
             code, out, err = await run_cli(
-                "--kubeconfig", kubeconfig, "--endpoint-selector", "named"
+                "--kubeconfig", kubeconfig, "-n", NS, "--endpoint-selector", "named"
             )
             assert (code, err) == (0, "")
             assert [line.split() for line in out.splitlines()] == [
