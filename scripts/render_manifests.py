@@ -6,7 +6,9 @@
   ``endpointslice-operator`` in namespace ``endpointslice-operator``), for ``kubectl apply``;
 * ``chart/dashboards/endpointslice-operator.json``: a copy of the Grafana dashboard whose
   source of truth is ``docs/dashboards/endpointslice-operator.json`` (Helm's ``.Files`` only
-  reads files inside the chart directory).
+  reads files inside the chart directory);
+* ``chart/mcs-crds/*.yaml``: copies of the Multi-Cluster Services CRDs of ``deploy/crds/``
+  (the chart installs them behind ``multicluster.installCRDs``).
 
 ``--check`` writes nothing and exits 1 when a generated file is out of date. Rendering uses
 Helm's own Go template engine through ``helm-python-sdk`` (libhelm bundled in the wheel), so
@@ -29,6 +31,8 @@ CHART_DIR = ROOT / "chart"
 DEPLOY_MANIFEST = ROOT / "deploy" / "endpointslice-operator.yaml"
 DASHBOARD_SOURCE = ROOT / "docs" / "dashboards" / "endpointslice-operator.json"
 DASHBOARD_CHART_COPY = CHART_DIR / "dashboards" / "endpointslice-operator.json"
+CRD_SOURCE_DIR = ROOT / "deploy" / "crds"
+CRD_CHART_DIR = CHART_DIR / "mcs-crds"
 
 RELEASE_NAME = "endpointslice-operator"
 RELEASE_NAMESPACE = "endpointslice-operator"
@@ -138,10 +142,13 @@ def _order(kind: str) -> int:
 
 def generated_files() -> dict[Path, str]:
     """Path relative to the repository root -> the text that file must have."""
-    return {
+    files = {
         DEPLOY_MANIFEST.relative_to(ROOT): default_manifest(),
         DASHBOARD_CHART_COPY.relative_to(ROOT): DASHBOARD_SOURCE.read_text(encoding="utf-8"),
     }
+    for crd in sorted(CRD_SOURCE_DIR.glob("*.yaml")):
+        files[(CRD_CHART_DIR / crd.name).relative_to(ROOT)] = crd.read_text(encoding="utf-8")
+    return files
 
 
 def stale_files(root: Path = ROOT) -> list[Path]:

@@ -43,6 +43,9 @@ def test_a_stale_or_missing_generated_file_is_reported(tmp_path: Path) -> None:
     assert render_manifests.stale_files(tmp_path) == [
         Path("deploy/endpointslice-operator.yaml"),
         Path("chart/dashboards/endpointslice-operator.json"),
+        Path("chart/mcs-crds/clusterproperties.about.k8s.io.yaml"),
+        Path("chart/mcs-crds/serviceexports.multicluster.x-k8s.io.yaml"),
+        Path("chart/mcs-crds/serviceimports.multicluster.x-k8s.io.yaml"),
     ]
 
 

@@ -41,6 +41,22 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
     "write-endpoints": {"writeEndpoints": True},
     "endpoints-annotation-writes": {"endpoints": {"write": True}, "namespaces": ["team-a"]},
     "cleanup-hook": {"cleanupOnUninstall": {"enabled": True}},
+    "multicluster": {
+        "multicluster": {
+            "enabled": True,
+            "peers": [{"secretName": "peer-west"}, {"secretName": "peer-south", "key": "config"}],
+            "peerTimeout": "90s",
+            "peerReader": {
+                "subjects": [
+                    {"kind": "User", "name": "mcs-reader", "apiGroup": "rbac.authorization.k8s.io"}
+                ]
+            },
+        }
+    },
+    "multicluster-namespaced": {
+        "multicluster": {"enabled": True, "installCRDs": False, "peerReader": {"create": False}},
+        "namespaces": ["team-a"],
+    },
     "cleanup-hook-namespaced": {
         "cleanupOnUninstall": {"enabled": True},
         "namespaces": ["team-a", "team-b"],
@@ -136,6 +152,9 @@ HELM_VALUES: dict[str, str] = {
     "prefer_same_traffic_distribution": "preferSameTrafficDistribution",
     "write_endpoints": "writeEndpoints",
     "max_endpoints_per_subset": "maxEndpointsPerSubset",
+    "multicluster": "multicluster.enabled",
+    "mcs_peers": "multicluster.peers",
+    "mcs_peer_timeout": "multicluster.peerTimeout",
 }
 
 
