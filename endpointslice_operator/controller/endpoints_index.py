@@ -24,10 +24,14 @@ from typing import Any
 
 from endpointslice_operator.controller.on_demand import OnDemand
 
-__all__ = ["LABEL_MANAGED_BY", "EndpointsIndex", "endpoints_key"]
+__all__ = ["LABEL_ENDPOINTS_MANAGED_BY", "LABEL_MANAGED_BY", "EndpointsIndex", "endpoints_key"]
 
 LABEL_MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
 """The label marking our Endpoints: the same key and value as on our EndpointSlices."""
+LABEL_ENDPOINTS_MANAGED_BY = "endpoints.kubernetes.io/managed-by"
+"""Upstream's own marker for a controller's Endpoints (KEP-4974; kube-controller-manager
+v1.33+ writes ``endpoint-controller``): ours carry it too, with our controller name. Either
+label with our name makes an Endpoints object ours."""
 
 
 def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -61,7 +65,10 @@ class EndpointsIndex(OnDemand):
         if obj is None:
             return False
         labels = _metadata(obj).get("labels")
-        return isinstance(labels, Mapping) and labels.get(LABEL_MANAGED_BY) == self.managed_by
+        return isinstance(labels, Mapping) and self.managed_by in (
+            labels.get(LABEL_MANAGED_BY),
+            labels.get(LABEL_ENDPOINTS_MANAGED_BY),
+        )
 
     def put(self, obj: Mapping[str, Any], *, full: bool = False) -> dict[str, Any] | None:
         """Store an Endpoints object (whole if ``full``, ours, or kept); returns the entry it

@@ -5,9 +5,12 @@ A Service gets its Endpoints written when it is managed (opted in, with a pod se
 either the operator runs with ``--write-endpoints`` or the Service carries the annotation
 ``<prefix>/endpoints: "true"``. The object is what the upstream controller would write for the
 same Service and pods (:func:`~endpointslice_operator.reconciler.core_endpoints.plan_endpoints`),
-plus two labels:
+plus three labels:
 
-* ``endpointslice.kubernetes.io/managed-by: <our controller name>`` marks it as ours. The
+* ``endpointslice.kubernetes.io/managed-by: <our controller name>`` marks it as ours, and so
+  does ``endpoints.kubernetes.io/managed-by: <our controller name>``, the key upstream's own
+  Endpoints controller marks its objects with since v1.33 (KEP-4974, value
+  ``endpoint-controller``). The
   operator never updates or deletes an Endpoints object without it: when someone else's is in
   the way (kube-controller-manager's, for a Service that also has ``spec.selector``, or one
   written by hand) a Warning Event ``ConflictingEndpoints`` says so, once, and nothing is
@@ -33,7 +36,11 @@ from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from endpointslice_operator.controller.budget import WriteBudget
-from endpointslice_operator.controller.endpoints_index import LABEL_MANAGED_BY, EndpointsIndex
+from endpointslice_operator.controller.endpoints_index import (
+    LABEL_ENDPOINTS_MANAGED_BY,
+    LABEL_MANAGED_BY,
+    EndpointsIndex,
+)
 from endpointslice_operator.controller.endpoints_writer import EndpointsWriter
 from endpointslice_operator.controller.events import WARNING, EventRecorder
 from endpointslice_operator.controller.indexes import Indexes, ServiceEntry, split_key
@@ -94,7 +101,11 @@ class EndpointsSyncer:
         self.source_annotation = source_annotation
         """``<prefix>/source``: a Service whose source is not ``pods`` gets no Endpoints of
         ours (its Endpoints object is the mirroring's input)."""
-        self.labels = {LABEL_SKIP_MIRROR: "true", LABEL_MANAGED_BY: managed_by}
+        self.labels = {
+            LABEL_SKIP_MIRROR: "true",
+            LABEL_MANAGED_BY: managed_by,
+            LABEL_ENDPOINTS_MANAGED_BY: managed_by,
+        }
         self.trigger_times = TriggerTimeTracker()
         self._conflicts: set[str] = set()
         self.writes = 0

@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import re
 import secrets
 import shutil
 import signal
@@ -43,6 +44,7 @@ __all__ = [
     "ControlPlane",
     "ControlPlaneError",
     "missing_assets",
+    "server_version",
     "write_kubeconfig",
 ]
 
@@ -80,6 +82,22 @@ def missing_assets(assets: Path | None) -> str | None:
     if shutil.which("openssl") is None:
         return "the openssl command is needed to generate the control plane's PKI"
     return None
+
+
+def server_version(assets: Path) -> tuple[int, int]:
+    """The (major, minor) version of the ``kube-apiserver`` in ``assets``, from ``--version``
+    (``Kubernetes v1.36.2`` gives ``(1, 36)``)."""
+    out = subprocess.run(
+        [str(assets / "kube-apiserver"), "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    match = re.search(r"v(\d+)\.(\d+)", out)
+    if match is None:
+        raise ControlPlaneError(f"cannot read a version from kube-apiserver --version: {out!r}")
+    return int(match.group(1)), int(match.group(2))
 
 
 def free_port() -> int:

@@ -22,7 +22,11 @@ from tests.e2e.harness import (
 ENDPOINTS_ANNOTATION = "endpointslice-operator.io/endpoints"
 MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 SKIP_MIRROR = "endpointslice.kubernetes.io/skip-mirror"
-OURS = {MANAGED_BY_LABEL: "endpointslice-operator.io", SKIP_MIRROR: "true"}
+OURS = {
+    MANAGED_BY_LABEL: "endpointslice-operator.io",
+    "endpoints.kubernetes.io/managed-by": "endpointslice-operator.io",
+    SKIP_MIRROR: "true",
+}
 
 
 def core_endpoints(emu: Emulator, name: str) -> dict[str, Any] | None:

@@ -26,7 +26,7 @@ from tests.realcluster.operator_process import OperatorProcess, running
 
 SKIP_REASON = (
     "realcluster: set KUBEBUILDER_ASSETS to a directory with etcd and kube-apiserver "
-    "(for example ../shared/envtest/bin) or ESO_TEST_KUBECONFIG to an existing cluster"
+    "(for example $(../shared/envtest/assets v1.36)) or ESO_TEST_KUBECONFIG to an existing cluster"
 )
 
 

@@ -30,8 +30,13 @@ pytestmark = pytest.mark.realcluster
 FORCE = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
 OUR_LABELS = {
     "endpointslice.kubernetes.io/managed-by": OURS,
+    "endpoints.kubernetes.io/managed-by": OURS,
     "endpointslice.kubernetes.io/skip-mirror": "true",
 }
+UPSTREAM_MARKER = "endpoints.kubernetes.io/managed-by"
+"""kube-controller-manager v1.33+ marks its Endpoints ``endpoint-controller`` (KEP-4974); ours
+carry the same key with our name. Each side's value names its own controller, so the key is
+left out of the comparison and checked on each side."""
 TRIGGER = "endpoints.kubernetes.io/last-change-trigger-time"
 
 
@@ -67,7 +72,11 @@ def endpoints_view(obj: JSON | None) -> dict[str, Any]:
     if obj is None:
         return {"missing": True}
     metadata = obj["metadata"]
-    labels = {k: v for k, v in (metadata.get("labels") or {}).items() if k not in OUR_LABELS}
+    labels = {
+        k: v
+        for k, v in (metadata.get("labels") or {}).items()
+        if k not in OUR_LABELS and k != UPSTREAM_MARKER
+    }
     annotations = dict(metadata.get("annotations") or {})
     annotations.pop(TRIGGER, None)
     subsets = sorted(
@@ -117,6 +126,10 @@ async def agree(
         ours = await endpoints_of(kube, ns, twins.ours)
         assert ours is not None, "ours not written yet"
         assert ours["metadata"]["labels"].items() >= OUR_LABELS.items()
+        assert kcm is None or (kcm["metadata"].get("labels") or {}).get(UPSTREAM_MARKER) in (
+            None,  # before v1.33
+            "endpoint-controller",
+        )
         a, b = endpoints_view(kcm), endpoints_view(ours)
         named = {
             address[4]

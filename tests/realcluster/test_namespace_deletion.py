@@ -3,7 +3,12 @@ controller empties it and refuses creates inside with 403, cause ``NamespaceTerm
 operator must not loop on errors or flood Warnings meanwhile.
 
 A finalizer of the test's own holds the Service (the operator never writes finalizers), so that
-the operator keeps wanting slices for it while the namespace controller deletes them."""
+the operator keeps wanting slices for it while the namespace controller deletes them.
+
+Since v1.33 (``OrderedNamespaceDeletion``) the namespace controller deletes the pods first and
+waits until they are gone before it deletes anything else; with no kubelet to finish a graceful
+deletion, the test confirms the pod's deletion itself (``gracePeriodSeconds: 0``), as a kubelet
+would. On v1.24 the order is not kept, and the same steps hold."""
 
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from tests.realcluster.operator_process import running
 pytestmark = pytest.mark.realcluster
 
 HOLD = "test.endpointslice-operator.io/hold"
+FORCE = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
 WINDOW = 15.0
 """Seconds watched while the namespace is Terminating: several of the 1 s..16 s retries."""
 
@@ -41,6 +47,7 @@ async def test_a_terminating_namespace_causes_no_error_loop_and_no_warning_storm
 
         await eventually(published, timeout=60)
         await kube.delete(f"/api/v1/namespaces/{ns}")
+        await kube.delete(f"/api/v1/namespaces/{ns}/pods/web-0", FORCE)
 
         async def emptied() -> bool:
             namespace = await kube.get(f"/api/v1/namespaces/{ns}")
@@ -64,11 +71,16 @@ async def test_a_terminating_namespace_causes_no_error_loop_and_no_warning_storm
         assert body["details"]["causes"][0]["reason"] == "NamespaceTerminating"
 
         errors_before = await operator.metric(r'endpoint_slice_controller_syncs\{result="error"\}')
+        syncs_before = await operator.metric(r"endpoint_slice_controller_syncs\{.*\}")
         lines_before = len(operator.log().splitlines())
-        # The pod changes while the namespace is Terminating: the operator syncs the Service.
-        await o.set_ready(kube, ns, "web-0", False, at="2026-01-01T00:05:00Z")
+        # The Service changes while the namespace is Terminating: the operator syncs it and
+        # wants its placeholder slice, which the server refuses (403 NamespaceTerminating).
+        await kube.patch(
+            f"/api/v1/namespaces/{ns}/services/web", {"metadata": {"labels": {"touched": "1"}}}
+        )
         await asyncio.sleep(WINDOW)  # observing that nothing happens needs a window
         errors = await operator.metric(r'endpoint_slice_controller_syncs\{result="error"\}')
+        assert await operator.metric(r"endpoint_slice_controller_syncs\{.*\}") > syncs_before
         new_lines = operator.log().splitlines()[lines_before:]
         assert errors - errors_before == 0, new_lines
         assert [line for line in new_lines if "WARNING" in line or "ERROR" in line] == []
@@ -77,9 +89,5 @@ async def test_a_terminating_namespace_causes_no_error_loop_and_no_warning_storm
         assert warnings == []
         assert await kube.slices(ns, "web") == []
 
-    # Let the namespace go: release the Service and the pod (no kubelet confirms deletions).
+    # Let the namespace go: release the Service.
     await kube.patch(f"/api/v1/namespaces/{ns}/services/web", {"metadata": {"finalizers": None}})
-    await kube.delete(
-        f"/api/v1/namespaces/{ns}/pods/web-0",
-        {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0},
-    )

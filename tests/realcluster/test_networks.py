@@ -1,7 +1,7 @@
-"""The Multus network source against a real kube-apiserver (v1.24: annotations work on any
-version). DRA's resource.k8s.io is not served there in the shape KEP-4817 reads, so the
-device-network source is tested on the emulator only (tests/e2e/test_networks.py); here the
-operator is only shown to report it instead of failing."""
+"""Secondary networks against a real kube-apiserver: the Multus network source (annotations
+work on any version), and the DRA device-network source (KEP-4817's ResourceClaim device
+status): on a server that serves ``resource.k8s.io`` (GA since v1.34) the addresses come from
+real ResourceClaims; on one that does not (v1.24) the operator reports it instead of failing."""
 
 from __future__ import annotations
 
@@ -114,6 +114,7 @@ async def test_multus_network_status_addresses(
     assert operator.log().count("Traceback") == 0
 
 
+@pytest.mark.k8s_below("1.34")
 async def test_device_network_without_resource_k8s_io_is_reported(
     kube: Kube, ns: str, operator: OperatorProcess
 ) -> None:
@@ -132,3 +133,88 @@ async def test_device_network_without_resource_k8s_io_is_reported(
 
     await eventually(reported)
     assert await kube.slices(ns, "fast") == []
+
+
+# -- DRA on a server that serves resource.k8s.io ------------------------------------------------
+
+CLAIMS = "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims"
+
+
+async def _claim(kube: Kube, ns: str, name: str) -> None:
+    await kube.create(
+        CLAIMS.format(ns=ns),
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": name},
+            "spec": {
+                "devices": {
+                    "requests": [{"name": "vf", "exactly": {"deviceClassName": "nic.example.com"}}]
+                }
+            },
+        },
+    )
+
+
+async def _allocate(kube: Kube, ns: str, name: str, ips: list[str]) -> None:
+    """What a DRA driver writes: the allocation, and the device's network data."""
+    path = f"{CLAIMS.format(ns=ns)}/{name}"
+    current = await kube.get(path)
+    device = {"driver": "nic.example.com", "pool": "node-a", "device": f"{name}-dev"}
+    current["status"] = {
+        "allocation": {"devices": {"results": [{**device, "request": "vf"}]}},
+        "devices": [{**device, "networkData": {"interfaceName": "net1", "ips": ips}}],
+    }
+    await kube.request("PUT", f"{path}/status", current)
+
+
+async def _claimed_pod(kube: Kube, ns: str, name: str, ip: str, claim: str | None) -> None:
+    await o.pod(
+        kube, ns, name, ip, resourceClaims=[{"name": "nic", "resourceClaimTemplateName": "nic"}]
+    )
+    if claim is not None:
+        await kube.patch(
+            f"/api/v1/namespaces/{ns}/pods/{name}/status",
+            {"status": {"resourceClaimStatuses": [{"name": "nic", "resourceClaimName": claim}]}},
+        )
+
+
+@pytest.mark.k8s_min("1.34")
+async def test_device_network_addresses_from_real_resource_claims(
+    kube: Kube, ns: str, operator: OperatorProcess
+) -> None:
+    await _claim(kube, ns, "web-0-nic")
+    await _claim(kube, ns, "web-1-nic")
+    await _allocate(kube, ns, "web-0-nic", ["192.168.50.1/24"])
+    await _claimed_pod(kube, ns, "web-0", "10.1.0.1", "web-0-nic")
+    await _claimed_pod(kube, ns, "web-1", "10.1.0.2", "web-1-nic")
+    await _claimed_pod(kube, ns, "web-2", "10.1.0.3", None)
+    await o.service(
+        kube,
+        ns,
+        "fast",
+        annotations={o.SELECTOR: "app=web", DEVICE_NETWORK: "nic/vf"},
+        labels={PROXY_NAME: "none"},
+    )
+    await o.service(kube, ns, "web", annotations={o.SELECTOR: "app=web"})
+
+    async def first() -> bool:
+        assert o.addresses(await kube.slices(ns, "fast")) == {"192.168.50.1"}
+        assert o.addresses(await kube.slices(ns, "web")) == {"10.1.0.1", "10.1.0.2", "10.1.0.3"}
+        left_out = [
+            e for e in await kube.events(ns, "PodsLeftOut") if e["involvedObject"]["name"] == "fast"
+        ]
+        assert left_out and "ResourceClaim web-1-nic is not allocated yet" in left_out[0]["message"]
+        return True
+
+    await eventually(first, timeout=60)
+
+    # The driver allocates the second claim later, and changes the first device's address.
+    await _allocate(kube, ns, "web-1-nic", ["192.168.50.2/24", "fd00:50::2/64"])
+    await _allocate(kube, ns, "web-0-nic", ["192.168.50.11/24"])
+
+    async def followed() -> bool:
+        assert o.addresses(await kube.slices(ns, "fast")) == {"192.168.50.11", "192.168.50.2"}
+        return True
+
+    await eventually(followed, timeout=60)
