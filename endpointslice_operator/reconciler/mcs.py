@@ -12,7 +12,9 @@ Everything here is a function of the objects the clusters hold, with no I/O:
   the union). The result depends only on the set of exports, never on the order they are given
   in, so every cluster computes the same import and the same Conflict condition;
 * :func:`service_import`, :func:`derived_service`: the objects the import side writes;
-* :func:`export_conditions`, :func:`merge_conditions`: a ServiceExport's status conditions.
+* :func:`export_conditions`, :func:`merge_conditions`: a ServiceExport's status conditions;
+* :func:`desired_from_source_slices`, :func:`plan_import_slices`: the imported EndpointSlices
+  of one source cluster, planned by the same :class:`~.planner.Reconciler` as every other slice.
 
 Port merging. Ports are taken from the exports oldest first and identified by name: a port
 whose name is already taken with another protocol or port number, or whose protocol and port
@@ -35,7 +37,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from .labels import LABEL_MANAGED_BY
+from .config import ReconcilerConfig
+from .desired import IPV4, IPV6, DesiredEndpoints, EndpointGroup
+from .endpoints import Endpoint, endpoint_from_dict, new_endpoint
+from .labels import LABEL_MANAGED_BY, LABEL_SERVICE_NAME, LabelsFunc
+from .plan import Plan
+from .planner import Reconciler
+from .ports import ports_from_dicts
 
 __all__ = [
     "ABOUT_GROUP",
@@ -76,9 +84,12 @@ __all__ = [
     "derived_service",
     "derived_service_change",
     "derived_service_name",
+    "desired_from_source_slices",
     "export_conditions",
+    "import_slice_labels",
     "is_cluster_id",
     "merge_conditions",
+    "plan_import_slices",
     "read_export",
     "resolve_import",
     "service_import",
@@ -714,3 +725,137 @@ def _format_time(moment: datetime) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# -- imported EndpointSlices ---------------------------------------------------------------------
+
+
+def _rank(endpoint: Endpoint) -> tuple[bool, bool]:
+    # Of two copies of one endpoint (two managers' slices), the ready one wins, then serving:
+    # the view's and kube-proxy's preference.
+    ready, serving = endpoint.state[2], endpoint.state[3]
+    return (ready is not False, serving is not False)
+
+
+def desired_from_source_slices(
+    source_slices: Iterable[Mapping[str, Any]], served_ports: Iterable[str]
+) -> DesiredEndpoints:
+    """The desired endpoints of one source cluster's import, from its EndpointSlices.
+
+    ``source_slices`` are every slice of the exported Service in the source cluster, whoever
+    manages them (``kubernetes.io/service-name`` = the Service). Only IPv4 and IPv6 slices count;
+    each slice's ports are narrowed to ``served_ports`` (the names
+    :attr:`ImportResolution.cluster_ports` gives the cluster) and a slice left without ports is
+    skipped. Endpoints keep their addresses, hostname, conditions, zone and targetRef; their
+    ``nodeName`` is dropped (it names a node of another cluster, which kube-proxy here would
+    take for one of its own) and so are hints. An endpoint found in several slices (two
+    managers) is kept once: ready first, then serving, then the slice whose name sorts first.
+    """
+    served = frozenset(served_ports)
+    desired = DesiredEndpoints.empty((IPV4, IPV6))
+    ordered = sorted(
+        (s for s in source_slices if isinstance(s, Mapping)),
+        key=lambda s: str((s.get("metadata") or {}).get("name") or ""),
+    )
+    for source in ordered:
+        address_type = source.get("addressType")
+        if address_type not in (IPV4, IPV6):
+            continue
+        raw_ports = source.get("ports")
+        ports = [
+            p
+            for p in (raw_ports if isinstance(raw_ports, list) else ())
+            if isinstance(p, Mapping) and (p.get("name") or "") in served
+        ]
+        if not ports:
+            continue
+        key = ports_from_dicts(ports)
+        groups = desired.groups[str(address_type)]
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = EndpointGroup(key)
+        endpoints = source.get("endpoints")
+        for raw in endpoints if isinstance(endpoints, list) else ():
+            if not isinstance(raw, Mapping):
+                continue
+            parsed = endpoint_from_dict(raw)
+            if not parsed.addresses:
+                continue
+            state = (None, *parsed.state[1:])
+            endpoint = new_endpoint(parsed.key, state, parsed.addresses, parsed.hostname)
+            known = group.endpoints.get(endpoint.key)
+            if known is None or _rank(endpoint) > _rank(known):
+                group.endpoints[endpoint.key] = endpoint
+    return desired
+
+
+def import_slice_labels(import_name: str, derived_name: str, cluster: str) -> LabelsFunc:
+    """The labels of an imported slice, as a labels callback for the planner.
+
+    ``multicluster.kubernetes.io/service-name`` (the import), ``.../source-cluster``,
+    ``kubernetes.io/service-name`` (the derived Service: what makes kube-proxy program the
+    slice) and managed-by. Any other label on a slice is removed (``changed``).
+    """
+    wanted = {LABEL_MCS_SERVICE_NAME: import_name, LABEL_SOURCE_CLUSTER: cluster}
+
+    def labels(
+        current: Mapping[str, str] | None, controller_name: str
+    ) -> tuple[dict[str, str], bool]:
+        others = {
+            k: v
+            for k, v in (current or {}).items()
+            if k not in (LABEL_MANAGED_BY, LABEL_SERVICE_NAME)
+        }
+        desired = dict(wanted)
+        desired[LABEL_SERVICE_NAME] = derived_name
+        desired[LABEL_MANAGED_BY] = controller_name
+        changed = others != wanted or (
+            current is not None and current.get(LABEL_SERVICE_NAME) != derived_name
+        )
+        return desired, changed
+
+    return labels
+
+
+def plan_import_slices(
+    service_import: Mapping[str, Any],
+    cluster: str,
+    source_slices: Iterable[Mapping[str, Any]] | None,
+    existing_slices: Iterable[Mapping[str, Any]],
+    config: ReconcilerConfig,
+    *,
+    served_ports: Iterable[str] = (),
+) -> Plan:
+    """Plan the imported slices of one source cluster for one ServiceImport.
+
+    ``service_import`` is the ServiceImport as stored (its uid owns the slices);
+    ``source_slices`` the cluster's slices of the exported Service, ``None`` when the cluster
+    no longer exports it (then every one of its imported slices is deleted);
+    ``existing_slices`` the imported slices of this import managed by ``config.controller_name``
+    (those of other source clusters are left out here). The planner runs without placeholder
+    and without topology hints; each slice holds the endpoints of this one cluster.
+    """
+    metadata = service_import.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    namespace = str(metadata.get("namespace") or "")
+    name = str(metadata.get("name") or "")
+    owner = dict(service_import)
+    owner.setdefault("apiVersion", MCS_API_VERSION)
+    owner.setdefault("kind", "ServiceImport")
+    desired = (
+        desired_from_source_slices(source_slices, served_ports)
+        if source_slices is not None
+        else DesiredEndpoints.empty((IPV4, IPV6))
+    )
+    mine = [
+        s
+        for s in existing_slices
+        if ((s.get("metadata") or {}).get("labels") or {}).get(LABEL_SOURCE_CLUSTER) == cluster
+    ]
+    import_config = config.model_copy(update={"placeholder": False, "topology_hints": False})
+    return Reconciler(import_config).plan(
+        owner,
+        desired,
+        mine,
+        labels=import_slice_labels(name, derived_service_name(namespace, name), cluster),
+    )
