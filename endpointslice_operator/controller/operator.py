@@ -56,6 +56,7 @@ from endpointslice_operator.controller.kopf_wiring import (
 )
 from endpointslice_operator.controller.leader import LeaderElector
 from endpointslice_operator.controller.list_watch import KINDS, ListWatcher
+from endpointslice_operator.controller.mcs.controller import MulticlusterController
 from endpointslice_operator.controller.mirroring import MirroringSyncer
 from endpointslice_operator.controller.networks import NetworkAnnotations
 from endpointslice_operator.controller.queue import ServiceQueue
@@ -141,6 +142,8 @@ class Operator:
         self.router: EventRouter | None = None
         self.syncer: ServiceSyncer | None = None
         self.queue: ServiceQueue | None = None
+        self.multicluster: MulticlusterController | None = None
+        """The multi-cluster controller of the current term (``--multicluster``)."""
         self.api_client: ApiClient | None = None
         self.health: HealthServer | None = None
         self._stop = asyncio.Event()
@@ -696,16 +699,41 @@ class Operator:
         runner = asyncio.create_task(queue.run(syncer.sync), name="endpoint_slice-workers")
         waiter = asyncio.create_task(lost.wait())
         releaser = asyncio.create_task(router.release_when_quiet(), name="release-held")
+        multicluster = self._multicluster()
         try:
-            await asyncio.wait({runner, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({runner, waiter, *multicluster}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             router.queue = None
             self._leading.clear()
             waiter.cancel()
             releaser.cancel()
+            for task in multicluster:
+                task.cancel()
             await queue.stop(timeout=SHUTDOWN_TIMEOUT)
-            await asyncio.gather(runner, waiter, releaser, return_exceptions=True)
+            await asyncio.gather(runner, waiter, releaser, *multicluster, return_exceptions=True)
+            self.multicluster = None
             log.info("workers stopped")
+
+    def _multicluster(self) -> set[asyncio.Task[None]]:
+        """With ``--multicluster``: the multi-cluster controller for this term (see
+        controller/mcs/), or nothing."""
+        if not self.settings.multicluster or self.api_client is None:
+            return set()
+        self.multicluster = MulticlusterController(
+            self.api_client,
+            peers=self.settings.mcs_peers,
+            config=self.config,
+            lease_namespace=self.settings.resolved_lease_namespace(),
+            lease_prefix=self.settings.lease_name,
+            lease_label=f"{self.settings.annotation_prefix}/mcs-peer",
+            peer_timeout=self.settings.mcs_peer_timeout,
+            namespaces=self.settings.namespaces,
+            workers=self.settings.workers,
+            qps=self.settings.qps,
+            burst=self.settings.burst,
+            workqueue_metrics=self.metrics.workqueue,
+        )
+        return {asyncio.create_task(self.multicluster.run(), name="multicluster")}
 
     # -- health -----------------------------------------------------------------------------
 
