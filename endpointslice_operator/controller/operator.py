@@ -66,6 +66,7 @@ from endpointslice_operator.controller.sync import ServiceSyncer
 from endpointslice_operator.controller.writer import ApiError, SliceWriter, raise_for_status
 from endpointslice_operator.metrics import OperatorMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
+from endpointslice_operator.reconciler.mcs import LABEL_SOURCE_CLUSTER
 from endpointslice_operator.reconciler.topology import TopologyCache
 from endpointslice_operator.reconciler.tracker import StaleInformerCache
 from endpointslice_operator.settings import Settings
@@ -592,6 +593,10 @@ class Operator:
         """How many objects of ``kind`` the API server holds in the watched scope now."""
         core, discovery = CoreV1Api(api_client), DiscoveryV1Api(api_client)
         namespaces = list(self.settings.namespaces)
+        # Imported slices (Multi-Cluster Services) are not indexed here (handlers.on_slice).
+        only: dict[str, Any] = (
+            {"label_selector": f"!{LABEL_SOURCE_CLUSTER}"} if kind == "endpointslices" else {}
+        )
         calls: list[Awaitable[Any]]
         if kind == "nodes":
             calls = [core.list_node(limit=1, _preload_content=False)]
@@ -601,14 +606,14 @@ class Operator:
                 "pods": core.list_namespaced_pod,
                 "endpointslices": discovery.list_namespaced_endpoint_slice,
             }[kind]
-            calls = [namespaced(ns, limit=1, _preload_content=False) for ns in namespaces]
+            calls = [namespaced(ns, limit=1, _preload_content=False, **only) for ns in namespaces]
         else:
             everywhere = {
                 "services": core.list_service_for_all_namespaces,
                 "pods": core.list_pod_for_all_namespaces,
                 "endpointslices": discovery.list_endpoint_slice_for_all_namespaces,
             }[kind]
-            calls = [everywhere(limit=1, _preload_content=False)]
+            calls = [everywhere(limit=1, _preload_content=False, **only)]
         total = 0
         for call in calls:
             body = await raise_for_status(await call)

@@ -184,3 +184,222 @@ async def test_export_in_east_is_imported_in_both_clusters_and_follows_readiness
                 f"{exc}\n--- east:\n{east_op.log()[-3000:]}\n--- west:\n{west_op.log()[-3000:]}"
             ) from exc
     await west.delete(f"/api/v1/namespaces/{ns}")
+
+
+# -- helpers for the scenarios below ------------------------------------------------------------
+
+
+async def prepare(kube: Kube, west: Kube, ns: str, *, west_namespace: bool = True) -> None:
+    await install_crds(kube)
+    await install_crds(west)
+    await cluster_id(kube, "east")
+    await cluster_id(west, "west")
+    if west_namespace:
+        await west.create(
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+        )
+    for client in (kube, west):
+        await o.node(client, "node-a", "zone-a")
+
+
+def operators(kube: Kube, west: Kube, west_plane: ControlPlane, ns: str, log_dir: Path) -> Any:
+    args = ("--multicluster", "--mcs-peer-timeout", "30s", "--namespace", ns)
+    east = running(
+        kube.kubeconfig, log_dir / "east.log", *args, "--mcs-peer", str(west_plane.kubeconfig)
+    )
+    west_op = running(
+        west.kubeconfig, log_dir / "west.log", *args, "--mcs-peer", str(kube.kubeconfig)
+    )
+    return east, west_op
+
+
+async def import_of(client: Kube, ns: str, name: str = "web") -> Any:
+    return await client.get(f"{MCS}/namespaces/{ns}/serviceimports/{name}")
+
+
+def by_source(items: list[Any]) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for item in items:
+        cluster = item["metadata"]["labels"]["multicluster.kubernetes.io/source-cluster"]
+        found.setdefault(cluster, set()).update(
+            a for e in item.get("endpoints") or [] for a in e["addresses"]
+        )
+    return found
+
+
+async def settled(op: Any) -> bool:
+    """The operator's import queue has run and is idle."""
+    adds = await op.metric(r'workqueue_adds_total\{name="mcs_import"\}')
+    depth = await op.metric(r'workqueue_depth\{name="mcs_import"\}')
+    unfinished = await op.metric(r'workqueue_unfinished_work_seconds\{name="mcs_import"\}')
+    assert adds >= 1 and depth == 0 and unfinished == 0, (adds, depth, unfinished)
+    return True
+
+
+async def versions(kube: Kube, west: Kube, ns: str) -> dict[str, str]:
+    derived = derived_service_name(ns, "web")
+    found: dict[str, str] = {}
+    for label, client in (("east", kube), ("west", west)):
+        found[f"{label}/import"] = (await import_of(client, ns))["metadata"]["resourceVersion"]
+        service = await client.get(f"/api/v1/namespaces/{ns}/services/{derived}")
+        found[f"{label}/derived"] = service["metadata"]["resourceVersion"]
+        for item in await imported_slices(client, ns, "web"):
+            found[f"{label}/{item['metadata']['name']}"] = item["metadata"]["resourceVersion"]
+    export_body = await kube.get(f"{MCS}/namespaces/{ns}/serviceexports/web")
+    found["east/export"] = export_body["metadata"]["resourceVersion"]
+    return found
+
+
+# -- scenarios ------------------------------------------------------------------------------------
+
+
+async def test_the_same_service_exported_from_two_clusters(
+    kube: Kube, west: Kube, west_plane: ControlPlane, ns: str, log_dir: Path
+) -> None:
+    """Endpoints of both, one slice set per source; differing ports: the union and
+    PortConflict on both exports; unexporting one: its endpoints leave both imports."""
+    await prepare(kube, west, ns)
+    http = {"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}
+    grpc = {"name": "grpc", "port": 9090, "targetPort": 9090, "protocol": "TCP"}
+    await o.service(kube, ns, "web", annotations={o.SELECTOR: "app=web"}, ports=[http])
+    await o.pod(kube, ns, "web-0", "10.1.0.1", labels={"app": "web"})
+    await o.service(west, ns, "web", annotations={o.SELECTOR: "app=web"}, ports=[http, grpc])
+    await o.pod(west, ns, "web-0", "10.2.0.1", labels={"app": "web"})
+    await export(kube, ns, "web")
+    east_cm, west_cm = operators(kube, west, west_plane, ns, log_dir)
+    async with east_cm as east_op, west_cm as west_op:
+        try:
+
+            async def east_only(client: Kube) -> bool:
+                assert by_source(await imported_slices(client, ns, "web")) == {"east": {"10.1.0.1"}}
+                return True
+
+            for client in (kube, west):
+                await eventually(lambda c=client: east_only(c), timeout=DEADLINE)
+            await export(west, ns, "web")  # younger: east's export decides
+
+            async def merged(client: Kube) -> bool:
+                body = await import_of(client, ns)
+                assert body["spec"]["ports"] == [
+                    {"name": "http", "protocol": "TCP", "port": 80},
+                    {"name": "grpc", "protocol": "TCP", "port": 9090},
+                ]
+                assert body["status"]["clusters"] == [{"cluster": "east"}, {"cluster": "west"}]
+                items = await imported_slices(client, ns, "web")
+                assert by_source(items) == {"east": {"10.1.0.1"}, "west": {"10.2.0.1"}}
+                ports = {
+                    item["metadata"]["labels"]["multicluster.kubernetes.io/source-cluster"]: sorted(
+                        p["name"] for p in item["ports"]
+                    )
+                    for item in items
+                }
+                assert ports == {"east": ["http"], "west": ["grpc", "http"]}
+                return True
+
+            async def port_conflict(client: Kube) -> bool:
+                body = await client.get(f"{MCS}/namespaces/{ns}/serviceexports/web")
+                assert conditions(body).get("Conflict") == ("True", "PortConflict"), body
+                return True
+
+            for client in (kube, west):
+                await eventually(lambda c=client: merged(c), timeout=DEADLINE)
+                await eventually(lambda c=client: port_conflict(c), timeout=DEADLINE)
+            # West unexports: its endpoints leave both imports, the conflict clears.
+            await west.delete(f"{MCS}/namespaces/{ns}/serviceexports/web")
+
+            async def no_conflict() -> bool:
+                body = await kube.get(f"{MCS}/namespaces/{ns}/serviceexports/web")
+                assert conditions(body).get("Conflict") == ("False", "NoConflicts"), body
+                return True
+
+            for client in (kube, west):
+                await eventually(lambda c=client: east_only(c), timeout=DEADLINE)
+            await eventually(no_conflict, timeout=DEADLINE)
+        except AssertionError as exc:
+            raise AssertionError(
+                f"{exc}\n--- east:\n{east_op.log()[-3000:]}\n--- west:\n{west_op.log()[-3000:]}"
+            ) from exc
+    await west.delete(f"/api/v1/namespaces/{ns}")
+
+
+async def test_imported_only_where_the_namespace_exists(
+    kube: Kube, west: Kube, west_plane: ControlPlane, ns: str, log_dir: Path
+) -> None:
+    await prepare(kube, west, ns, west_namespace=False)
+    await o.service(kube, ns, "web", annotations={o.SELECTOR: "app=web"})
+    await o.pod(kube, ns, "web-0", "10.1.0.1", labels={"app": "web"})
+    await export(kube, ns, "web")
+    east_cm, west_cm = operators(kube, west, west_plane, ns, log_dir)
+    async with east_cm as east_op, west_cm as west_op:
+        try:
+
+            async def in_east() -> bool:
+                assert by_source(await imported_slices(kube, ns, "web")) == {"east": {"10.1.0.1"}}
+                return True
+
+            await eventually(in_east, timeout=DEADLINE)
+            await eventually(lambda: settled(west_op), timeout=DEADLINE)
+            status, _ = await west.status_of("GET", f"/api/v1/namespaces/{ns}")
+            assert status == 404
+            # The namespace is created later: the import follows.
+            await west.create(
+                "/api/v1/namespaces",
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+            )
+
+            async def in_west() -> bool:
+                assert by_source(await imported_slices(west, ns, "web")) == {"east": {"10.1.0.1"}}
+                assert (await import_of(west, ns))["spec"]["type"] == "ClusterSetIP"
+                return True
+
+            await eventually(in_west, timeout=DEADLINE)
+        except AssertionError as exc:
+            raise AssertionError(
+                f"{exc}\n--- east:\n{east_op.log()[-3000:]}\n--- west:\n{west_op.log()[-3000:]}"
+            ) from exc
+    await west.delete(f"/api/v1/namespaces/{ns}")
+
+
+async def test_restart_costs_no_write_and_cleans_up_exports_gone_meanwhile(
+    kube: Kube, west: Kube, west_plane: ControlPlane, ns: str, log_dir: Path
+) -> None:
+    await prepare(kube, west, ns)
+    await o.service(kube, ns, "web", annotations={o.SELECTOR: "app=web"})
+    await o.pod(kube, ns, "web-0", "10.1.0.1", labels={"app": "web"})
+    await export(kube, ns, "web")
+
+    async def everywhere() -> bool:
+        for client in (kube, west):
+            assert by_source(await imported_slices(client, ns, "web")) == {"east": {"10.1.0.1"}}
+            assert (await import_of(client, ns))["spec"].get("ips")
+        body = await kube.get(f"{MCS}/namespaces/{ns}/serviceexports/web")
+        assert conditions(body).get("Ready") == ("True", "Ready")
+        return True
+
+    east_cm, west_cm = operators(kube, west, west_plane, ns, log_dir)
+    async with east_cm as east_op, west_cm as west_op:
+        await eventually(everywhere, timeout=DEADLINE)
+        await eventually(lambda: settled(east_op), timeout=DEADLINE)
+        await eventually(lambda: settled(west_op), timeout=DEADLINE)
+        before = await versions(kube, west, ns)
+    # Nothing changed while they were down: the restarted operators write nothing.
+    east_cm, west_cm = operators(kube, west, west_plane, ns, log_dir)
+    async with east_cm as east_op, west_cm as west_op:
+        await eventually(lambda: settled(east_op), timeout=DEADLINE)
+        await eventually(lambda: settled(west_op), timeout=DEADLINE)
+        assert await versions(kube, west, ns) == before
+    # The export is deleted while both operators are down: cleaned up at start.
+    await kube.delete(f"{MCS}/namespaces/{ns}/serviceexports/web")
+    east_cm, west_cm = operators(kube, west, west_plane, ns, log_dir)
+    async with east_cm as east_op, west_cm as west_op:
+
+        async def gone(client: Kube) -> bool:
+            status, _ = await client.status_of("GET", f"{MCS}/namespaces/{ns}/serviceimports/web")
+            assert status == 404
+            assert await imported_slices(client, ns, "web") == []
+            return True
+
+        for client in (kube, west):
+            await eventually(lambda c=client: gone(c), timeout=DEADLINE)
+    await west.delete(f"/api/v1/namespaces/{ns}")
