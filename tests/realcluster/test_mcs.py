@@ -4,6 +4,7 @@ ServiceImport, its derived Service, and the imported slices that follow the sour
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -402,4 +403,56 @@ async def test_restart_costs_no_write_and_cleans_up_exports_gone_meanwhile(
 
         for client in (kube, west):
             await eventually(lambda c=client: gone(c), timeout=DEADLINE)
+    await west.delete(f"/api/v1/namespaces/{ns}")
+
+
+async def test_an_unreachable_peer_keeps_its_slices_until_its_lease_expires(
+    kube: Kube, west: Kube, west_plane: ControlPlane, ns: str, log_dir: Path
+) -> None:
+    """West's API server stops: east keeps west's endpoints until west's Lease is older than
+    the peer timeout, then they leave (and the import, west being its only exporter); west
+    back: they return. (Runs last: it stops the module's second control plane.)"""
+    await prepare(kube, west, ns)
+    await o.service(west, ns, "web", annotations={o.SELECTOR: "app=web"})
+    await o.pod(west, ns, "web-0", "10.2.0.1", labels={"app": "web"})
+    await export(west, ns, "web")
+    args = ("--multicluster", "--mcs-peer-timeout", "15s", "--namespace", ns)
+
+    async def from_west() -> bool:
+        assert by_source(await imported_slices(kube, ns, "web")) == {"west": {"10.2.0.1"}}
+        return True
+
+    async with running(
+        kube.kubeconfig, log_dir / "east.log", *args, "--mcs-peer", str(west_plane.kubeconfig)
+    ) as east_op:
+        try:
+            async with running(
+                west.kubeconfig, log_dir / "west.log", *args, "--mcs-peer", str(kube.kubeconfig)
+            ):
+                await eventually(from_west, timeout=DEADLINE)
+            await asyncio.to_thread(west_plane.stop)
+            try:
+
+                async def noticed() -> bool:
+                    assert "does not answer" in east_op.log()
+                    return True
+
+                await eventually(noticed, timeout=DEADLINE)
+                # Unreachable, Lease still fresh: the slices stay.
+                assert by_source(await imported_slices(kube, ns, "web")) == {"west": {"10.2.0.1"}}
+
+                async def expired() -> bool:
+                    assert await imported_slices(kube, ns, "web") == []
+                    status, _ = await kube.status_of(
+                        "GET", f"{MCS}/namespaces/{ns}/serviceimports/web"
+                    )
+                    assert status == 404
+                    return True
+
+                await eventually(expired, timeout=90)
+            finally:
+                await asyncio.to_thread(west_plane.start)
+            await eventually(from_west, timeout=90)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n--- east:\n{east_op.log()[-4000:]}") from exc
     await west.delete(f"/api/v1/namespaces/{ns}")
