@@ -406,6 +406,53 @@ async def test_restart_costs_no_write_and_cleans_up_exports_gone_meanwhile(
     await west.delete(f"/api/v1/namespaces/{ns}")
 
 
+async def test_headless_and_external_name_exports(
+    kube: Kube, west: Kube, west_plane: ControlPlane, ns: str, log_dir: Path
+) -> None:
+    await prepare(kube, west, ns)
+    await o.service(kube, ns, "db", annotations={o.SELECTOR: "app=db"}, clusterIP="None")
+    await o.pod(kube, ns, "db-0", "10.1.0.5", labels={"app": "db"})
+    await o.service(kube, ns, "ext", type="ExternalName", externalName="example.com", opt_in=False)
+    await export(kube, ns, "db")
+    await export(kube, ns, "ext")
+    derived = derived_service_name(ns, "db")
+    east_cm, west_cm = operators(kube, west, west_plane, ns, log_dir)
+    async with east_cm as east_op, west_cm as west_op:
+        try:
+
+            async def headless(client: Kube) -> bool:
+                body = await import_of(client, ns, "db")
+                assert body["spec"]["type"] == "Headless"
+                assert not body["spec"].get("ips")
+                service = await client.get(f"/api/v1/namespaces/{ns}/services/{derived}")
+                assert service["spec"]["clusterIP"] == "None"
+                assert by_source(await imported_slices(client, ns, "db")) == {"east": {"10.1.0.5"}}
+                return True
+
+            async def invalid() -> bool:
+                body = await kube.get(f"{MCS}/namespaces/{ns}/serviceexports/ext")
+                found = conditions(body)
+                assert found.get("Valid") == ("False", "InvalidServiceType"), found
+                assert found.get("Ready") == ("False", "Failed"), found
+                return True
+
+            for client in (west, kube):
+                await eventually(lambda c=client: headless(c), timeout=DEADLINE)
+            await eventually(invalid, timeout=DEADLINE)
+            for op in (east_op, west_op):
+                await eventually(lambda o_=op: settled(o_), timeout=DEADLINE)
+            for client in (west, kube):
+                status, _ = await client.status_of(
+                    "GET", f"{MCS}/namespaces/{ns}/serviceimports/ext"
+                )
+                assert status == 404
+        except AssertionError as exc:
+            raise AssertionError(
+                f"{exc}\n--- east:\n{east_op.log()[-3000:]}\n--- west:\n{west_op.log()[-3000:]}"
+            ) from exc
+    await west.delete(f"/api/v1/namespaces/{ns}")
+
+
 async def test_an_unreachable_peer_keeps_its_slices_until_its_lease_expires(
     kube: Kube, west: Kube, west_plane: ControlPlane, ns: str, log_dir: Path
 ) -> None:
