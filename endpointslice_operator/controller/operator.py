@@ -737,6 +737,7 @@ class Operator:
             qps=self.settings.qps,
             burst=self.settings.burst,
             workqueue_metrics=self.metrics.workqueue,
+            metrics=self.metrics.multicluster,
         )
         return {asyncio.create_task(self.multicluster.run(), name="multicluster")}
 

@@ -384,12 +384,16 @@ async def test_restart_costs_no_write_and_cleans_up_exports_gone_meanwhile(
         await eventually(lambda: settled(east_op), timeout=DEADLINE)
         await eventually(lambda: settled(west_op), timeout=DEADLINE)
         before = await versions(kube, west, ns)
+        for op in (east_op, west_op):  # the first run wrote the import side
+            assert await op.metric(r"endpointslice_operator_mcs_writes_total\{.*\}") > 0
     # Nothing changed while they were down: the restarted operators write nothing.
     east_cm, west_cm = operators(kube, west, west_plane, ns, log_dir)
     async with east_cm as east_op, west_cm as west_op:
         await eventually(lambda: settled(east_op), timeout=DEADLINE)
         await eventually(lambda: settled(west_op), timeout=DEADLINE)
         assert await versions(kube, west, ns) == before
+        for op in (east_op, west_op):
+            assert await op.metric(r"endpointslice_operator_mcs_writes_total\{.*\}") == 0
     # The export is deleted while both operators are down: cleaned up at start.
     await kube.delete(f"{MCS}/namespaces/{ns}/serviceexports/web")
     east_cm, west_cm = operators(kube, west, west_plane, ns, log_dir)
@@ -477,6 +481,15 @@ async def test_an_unreachable_peer_keeps_its_slices_until_its_lease_expires(
                 west.kubeconfig, log_dir / "west.log", *args, "--mcs-peer", str(kube.kubeconfig)
             ):
                 await eventually(from_west, timeout=DEADLINE)
+
+                async def held_metric() -> bool:
+                    reachable = r'endpointslice_operator_mcs_peer_reachable\{peer="west"\}'
+                    held = r'endpointslice_operator_mcs_imported_slices\{source_cluster="west"\}'
+                    assert await east_op.metric(reachable) == 1
+                    assert await east_op.metric(held) == 1
+                    return True
+
+                await eventually(held_metric, timeout=DEADLINE)
             await asyncio.to_thread(west_plane.stop)
             try:
 
@@ -485,6 +498,13 @@ async def test_an_unreachable_peer_keeps_its_slices_until_its_lease_expires(
                     return True
 
                 await eventually(noticed, timeout=DEADLINE)
+
+                async def unreachable_metric() -> bool:
+                    reachable = r'endpointslice_operator_mcs_peer_reachable\{peer="west"\}'
+                    assert await east_op.metric(reachable) == 0
+                    return True
+
+                await eventually(unreachable_metric, timeout=DEADLINE)
                 # Unreachable, Lease still fresh: the slices stay.
                 assert by_source(await imported_slices(kube, ns, "web")) == {"west": {"10.2.0.1"}}
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 from kubernetes_asyncio.client import ApiClient
@@ -24,8 +25,9 @@ from endpointslice_operator.controller.mcs.cache import ClusterCache, Key, Local
 from endpointslice_operator.controller.mcs.clusters import LeaseBook, Peer, watch_cluster
 from endpointslice_operator.controller.mcs.imports import ImportSyncer, MulticlusterSyncError
 from endpointslice_operator.controller.queue import ServiceQueue
-from endpointslice_operator.metrics import WorkqueueMetrics
+from endpointslice_operator.metrics import MulticlusterMetrics, WorkqueueMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
+from endpointslice_operator.reconciler.mcs import LABEL_SOURCE_CLUSTER
 
 __all__ = ["MulticlusterController"]
 
@@ -48,6 +50,7 @@ class MulticlusterController:
         qps: float = 10.0,
         burst: int = 100,
         workqueue_metrics: WorkqueueMetrics | None = None,
+        metrics: MulticlusterMetrics | None = None,
     ) -> None:
         self.api_client = api_client
         self.queue: ServiceQueue | None = None
@@ -61,7 +64,10 @@ class MulticlusterController:
             label=lease_label,
             timeout=peer_timeout,
         )
-        self.syncer = ImportSyncer(api_client, self.local, self.peers, self.leases, config)
+        self.metrics = metrics
+        self.syncer = ImportSyncer(
+            api_client, self.local, self.peers, self.leases, config, metrics=metrics
+        )
         self.namespaces = namespaces
         self.probe_every = max(0.5, min(10.0, peer_timeout / 3))
         self._queue_args = {"workers": workers, "qps": qps, "burst": burst}
@@ -157,8 +163,6 @@ class MulticlusterController:
         ) + tuple((cluster, True, self.leases.expired(cluster)) for cluster in self._imported_ids())
 
     def _imported_ids(self) -> list[str]:
-        from endpointslice_operator.reconciler.mcs import LABEL_SOURCE_CLUSTER
-
         ids = set()
         for by_name in self.local.imported.values():
             for body in by_name.values():
@@ -177,8 +181,40 @@ class MulticlusterController:
                 await self.leases.refresh()
             except Exception as exc:
                 log.debug("cannot read the peer Leases: %s", exc)
+            self._publish()
             now = self._standing_of()
             if now != before and self._started:
                 log.info("multi-cluster: peers changed standing; syncing every import")
                 self._queue_all()
             before = now
+
+    def _publish(self) -> None:
+        """Refresh the ``endpointslice_operator_mcs_*`` gauges."""
+        metrics = self.metrics
+        if metrics is None:
+            return
+        now = datetime.now(UTC)
+        reachable: dict[tuple[str, ...], float] = {}
+        age: dict[tuple[str, ...], float] = {}
+        for peer in self.peers:
+            name = peer.cache.cluster_id or str(peer.kubeconfig)
+            reachable[(name,)] = 1.0 if peer.reachable else 0.0
+            renewed = self.leases.renewed.get(peer.cache.cluster_id or "")
+            if renewed is not None:
+                age[(name,)] = max(0.0, (now - renewed).total_seconds())
+        metrics.replace(metrics.peer_reachable, reachable)
+        metrics.replace(metrics.peer_sync_age, age)
+        slices: dict[tuple[str, ...], float] = {}
+        for by_name in self.local.imported.values():
+            for body in by_name.values():
+                labels = (body.get("metadata") or {}).get("labels") or {}
+                source = str(labels.get(LABEL_SOURCE_CLUSTER) or "")
+                slices[(source,)] = slices.get((source,), 0.0) + 1
+        metrics.replace(metrics.imported_slices, slices)
+        exports: dict[tuple[str, ...], float] = {}
+        for export in self.local.exports.values():
+            for condition in (export.get("status") or {}).get("conditions") or ():
+                if isinstance(condition, dict):
+                    labels_ = (str(condition.get("type")), str(condition.get("status")))
+                    exports[labels_] = exports.get(labels_, 0.0) + 1
+        metrics.replace(metrics.exports, exports)

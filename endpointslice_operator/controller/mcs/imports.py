@@ -34,6 +34,7 @@ from endpointslice_operator.controller.writer import (
     SliceWriter,
     raise_for_status,
 )
+from endpointslice_operator.metrics import MulticlusterMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
 from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY
 from endpointslice_operator.reconciler.mcs import (
@@ -71,12 +72,15 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 @dataclass
 class SyncCounts:
-    """Writes made, by object kind (for tests, logs and metrics)."""
+    """Writes made, by resource (also counted in ``endpointslice_operator_mcs_writes_total``)."""
 
     writes: dict[str, int] = field(default_factory=dict)
+    metrics: MulticlusterMetrics | None = None
 
     def add(self, kind: str, n: int = 1) -> None:
         self.writes[kind] = self.writes.get(kind, 0) + n
+        if self.metrics is not None:
+            self.metrics.writes.labels(kind).inc(n)
 
     @property
     def total(self) -> int:
@@ -93,6 +97,7 @@ class ImportSyncer:
         peers: Sequence[Peer],
         leases: LeaseBook,
         config: ReconcilerConfig,
+        metrics: MulticlusterMetrics | None = None,
     ) -> None:
         self.local = local
         self.peers = peers
@@ -103,7 +108,7 @@ class ImportSyncer:
         self._imports = ObjectWriter(api_client, IMPORTS, ("uid",))
         self._services = ObjectWriter(api_client, SERVICES, ("uid",))
         self._slices = SliceWriter(api_client)
-        self.counts = SyncCounts()
+        self.counts = SyncCounts(metrics=metrics)
 
     # -- which clusters count ---------------------------------------------------------------
 
