@@ -33,7 +33,7 @@ AREAS: list[str] = [
     "view",
 ]
 """Modules under ``benchmarks.figures``, run in this order."""
-REAL_AREAS: list[str] = ["real"]
+REAL_AREAS: list[str] = ["real", "mcs"]
 """Run by ``--real`` (a real control plane from ``KUBEBUILDER_ASSETS``, KCM as the baseline)."""
 
 
