@@ -9,7 +9,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test venv lint typecheck bench clean demo manifests
+.PHONY: run test venv lint typecheck bench clean demo dataplane-demo manifests
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ run: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/endpointslice-operator demo $(ARGS)
+
+# As root, with KUBEBUILDER_ASSETS (etcd, kube-apiserver, kube-controller-manager, kube-proxy):
+# a real kube-proxy routes curl by the operator's slices through a rollout (README).
+dataplane-demo: $(STAMP)
+	$(BIN)/python -m scripts.dataplane_demo $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -23,6 +23,7 @@ _INLINE = re.compile(rf"`((?:{'|'.join(map(re.escape, PROGRAMS))}) [^`]+)`")
 E2E = "tests/e2e/test_readme_commands.py"
 REAL = "tests/realcluster/test_readme_commands.py"
 VIEW = "tests/view/test_readme_view.py"
+DATAPLANE = "tests/dataplane/test_demo.py"
 
 #: command -> the test (file::function) that runs it as written.
 RUN_BY: dict[str, str] = {
@@ -42,6 +43,7 @@ RUN_BY: dict[str, str] = {
         f"{E2E}::test_try_it_without_a_cluster"
     ),
     "make run": f"{E2E}::test_make_run_without_a_cluster",
+    "make dataplane-demo": f"{DATAPLANE}::test_the_dataplane_demo_follows_a_rollout",
     "make run ARGS='--log-level debug'": f"{E2E}::test_make_run_without_a_cluster",
     "endpointslice-operator emulator --nodes 3": f"{E2E}::test_the_emulator_on_its_own",
     "kubectl describe service web": f"{E2E}::test_service_commands_on_the_emulator",

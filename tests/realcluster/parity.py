@@ -5,7 +5,8 @@ manager's EndpointSlice controller writes its slices; it is not opted in) and ``
 selectorless and opted in with the same selector in the annotation (the operator writes its
 slices). Every pod change then reaches both, and :meth:`Twins.differences` compares what they
 publish: per pod name the addresses, ready / serving / terminating, nodeName, zone and hostname;
-the packing (multiset of slice sizes); the ports and address type of each slice.
+the topology hints (``forZones`` and ``forNodes``); the packing (multiset of slice sizes); the
+ports and address type of each slice.
 """
 
 from __future__ import annotations
@@ -17,9 +18,28 @@ from tests.realcluster import objects as o
 from tests.realcluster.kube import JSON, KCM, OURS, Kube, eventually
 
 
+def hints_view(slices: list[JSON]) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]] | None]:
+    """pod name -> (forZones names, forNodes names), or None without hints."""
+    view: dict[str, tuple[tuple[str, ...], tuple[str, ...]] | None] = {}
+    for item in slices:
+        for endpoint in item.get("endpoints") or []:
+            name = (endpoint.get("targetRef") or {}).get("name", "")
+            hints = endpoint.get("hints")
+            view[name] = (
+                None
+                if hints is None
+                else (
+                    tuple(sorted(h["name"] for h in hints.get("forZones") or [])),
+                    tuple(sorted(h["name"] for h in hints.get("forNodes") or [])),
+                )
+            )
+    return view
+
+
 def slice_shape(slices: list[JSON]) -> dict[str, Any]:
     return {
         "endpoints": o.endpoint_view(slices),
+        "hints": hints_view(slices),
         "sizes": sorted(Counter(len(s.get("endpoints") or []) for s in slices).items()),
         "ports": sorted(
             (
@@ -43,6 +63,10 @@ def diff(kcm: dict[str, Any], ours: dict[str, Any]) -> list[str]:
         a, b = kcm["endpoints"].get(pod), ours["endpoints"].get(pod)
         if a != b:
             out.append(f"endpoint {pod}: kcm={a} ours={b}")
+    for pod in sorted(set(kcm["hints"]) | set(ours["hints"])):
+        a, b = kcm["hints"].get(pod), ours["hints"].get(pod)
+        if a != b:
+            out.append(f"hints of {pod}: kcm={a} ours={b}")
     for key in ("sizes", "ports"):
         if kcm[key] != ours[key]:
             out.append(f"{key}: kcm={kcm[key]} ours={ours[key]}")

@@ -9,7 +9,7 @@ from scripts.render_manifests import CHART_DIR
 from tests.ship.values import VALUE_SETS
 
 
-@pytest.mark.parametrize("kube_version", ["v1.29.0", "v1.33.0"])
+@pytest.mark.parametrize("kube_version", ["v1.24.0", "v1.29.0", "v1.36.0"])
 def test_lint_is_clean(value_set: str, kube_version: str) -> None:
     report = helm.lint(
         CHART_DIR,

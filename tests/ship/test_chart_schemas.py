@@ -15,7 +15,7 @@ import pytest
 
 from tests.ship.conftest import rendered
 
-KUBERNETES_VERSIONS = ["1.29", "1.33"]
+KUBERNETES_VERSIONS = ["1.25", "1.29", "1.36"]  # 1.25: the oldest schemas kubernetes-validate ships
 CUSTOM_RESOURCE_GROUPS = {"monitoring.coreos.com/v1"}
 
 

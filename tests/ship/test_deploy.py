@@ -69,7 +69,7 @@ def test_deploy_service_account_comes_before_the_deployment() -> None:
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
-@pytest.mark.parametrize("kubernetes_version", ["1.29", "1.33"])
+@pytest.mark.parametrize("kubernetes_version", ["1.25", "1.29", "1.36"])
 def test_examples_are_valid(path: Path, kubernetes_version: str) -> None:
     for obj in _documents(path):
         kubernetes_validate.validate(obj, kubernetes_version, strict=True)
