@@ -163,6 +163,34 @@ async def test_export_in_east_is_imported_in_both_clusters_and_follows_readiness
             await o.set_ready(kube, ns, "web-0", False, at="2026-01-01T00:01:00Z")
             for client in (west, kube):
                 await eventually(lambda c=client: slices_ready(c, False), timeout=DEADLINE)
+            # A scale-up past 100 endpoints: more than one imported slice, all from east.
+            sem = asyncio.Semaphore(8)
+
+            async def add(i: int) -> None:
+                async with sem:
+                    ip = f"10.1.1.{i + 1}"
+                    await o.pod(kube, ns, f"web-{i + 1}", ip, labels={"app": "web"})
+
+            await asyncio.gather(*(add(i) for i in range(105)))
+            wanted = {"10.1.0.1", *(f"10.1.1.{i + 1}" for i in range(105))}
+
+            async def scaled(client: Kube) -> bool:
+                items = await imported_slices(client, ns, "web")
+                assert by_source(items) == {"east": wanted}
+                assert len(items) >= 2 and all(len(i["endpoints"]) <= 100 for i in items)
+                return True
+
+            for client in (west, kube):
+                await eventually(lambda c=client: scaled(c), timeout=90)
+            # Pods deleted in east leave the imports.
+            for i in range(5):
+                await kube.delete(
+                    f"/api/v1/namespaces/{ns}/pods/web-{i + 1}",
+                    {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0},
+                )
+            wanted -= {f"10.1.1.{i + 1}" for i in range(5)}
+            for client in (west, kube):
+                await eventually(lambda c=client: scaled(c), timeout=90)
             # Unexported: the import, its derived Service and slices are gone within 20 s.
             await kube.delete(f"{MCS}/namespaces/{ns}/serviceexports/web")
 
