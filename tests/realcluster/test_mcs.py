@@ -329,6 +329,12 @@ async def test_the_same_service_exported_from_two_clusters(
             async def port_conflict(client: Kube) -> bool:
                 body = await client.get(f"{MCS}/namespaces/{ns}/serviceexports/web")
                 assert conditions(body).get("Conflict") == ("True", "PortConflict"), body
+                # And a Warning Event on the ServiceExport, in each cluster.
+                events = await client.events(ns, reason="PortConflict")
+                assert [
+                    (e["type"], e["involvedObject"]["kind"], e["involvedObject"]["name"])
+                    for e in events
+                ] == [("Warning", "ServiceExport", "web")], events
                 return True
 
             for client in (kube, west):
@@ -466,6 +472,10 @@ async def test_headless_and_external_name_exports(
                 found = conditions(body)
                 assert found.get("Valid") == ("False", "InvalidServiceType"), found
                 assert found.get("Ready") == ("False", "Failed"), found
+                events = await kube.events(ns, reason="InvalidServiceType")
+                assert [(e["type"], e["involvedObject"]["name"]) for e in events] == [
+                    ("Warning", "ext")
+                ], events
                 return True
 
             for client in (west, kube):

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from kubernetes_asyncio.client import ApiClient
 
+from endpointslice_operator.controller.events import EventRecorder
 from endpointslice_operator.controller.mcs.cache import ClusterCache, Key, LocalCache
 from endpointslice_operator.controller.mcs.clusters import LeaseBook, Peer, watch_cluster
 from endpointslice_operator.controller.mcs.imports import ImportSyncer, MulticlusterSyncError
@@ -66,7 +67,13 @@ class MulticlusterController:
         )
         self.metrics = metrics
         self.syncer = ImportSyncer(
-            api_client, self.local, self.peers, self.leases, config, metrics=metrics
+            api_client,
+            self.local,
+            self.peers,
+            self.leases,
+            config,
+            metrics=metrics,
+            recorder=EventRecorder(api_client, component="multicluster-controller"),
         )
         self.namespaces = namespaces
         self.probe_every = max(0.5, min(10.0, peer_timeout / 3))

@@ -26,6 +26,7 @@ from typing import Any
 from kubernetes_asyncio.client import ApiClient
 
 from endpointslice_operator.controller.direct_requests import DirectRequests, path_segment
+from endpointslice_operator.controller.events import NORMAL, WARNING, EventRecorder
 from endpointslice_operator.controller.mcs.cache import ClusterCache, Key, LocalCache
 from endpointslice_operator.controller.mcs.clusters import API_TIMEOUT, LeaseBook, Peer
 from endpointslice_operator.controller.writer import (
@@ -38,7 +39,11 @@ from endpointslice_operator.metrics import MulticlusterMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
 from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY
 from endpointslice_operator.reconciler.mcs import (
+    CONDITION_CONFLICT,
+    CONDITION_READY,
+    CONDITION_VALID,
     LABEL_SOURCE_CLUSTER,
+    MCS_API_VERSION,
     ExportedService,
     ImportResolution,
     derived_service,
@@ -98,8 +103,10 @@ class ImportSyncer:
         leases: LeaseBook,
         config: ReconcilerConfig,
         metrics: MulticlusterMetrics | None = None,
+        recorder: EventRecorder | None = None,
     ) -> None:
         self.local = local
+        self.recorder = recorder
         self.peers = peers
         self.leases = leases
         self.config = config
@@ -382,6 +389,35 @@ class ImportSyncer:
         path = f"{EXPORTS.format(namespace=path_segment(key[0]))}/{path_segment(key[1])}/status"
         written = await self._put(path, body, "serviceexports/status")
         self.local.exports[key] = written
+        await self._announce(written, current, merged)
+
+    async def _announce(
+        self, export: Mapping[str, Any], before: object, after: list[dict[str, Any]]
+    ) -> None:
+        """Events on the ServiceExport for the condition changes users act on: Valid turning
+        False, a conflict appearing or changing (Warning, the condition's reason), Ready turning
+        True and a conflict resolved (Normal)."""
+        if self.recorder is None:
+            return
+        old = {
+            str(c.get("type")): (c.get("status"), c.get("reason"))
+            for c in (before if isinstance(before, list) else ())
+            if isinstance(c, Mapping)
+        }
+        target = {**export, "apiVersion": MCS_API_VERSION, "kind": "ServiceExport"}
+        for condition in after:
+            kind, status, reason = condition["type"], condition["status"], condition["reason"]
+            if old.get(kind) == (status, reason):
+                continue
+            message = str(condition.get("message") or "")
+            invalid = kind == CONDITION_VALID and status == "False"
+            conflict = kind == CONDITION_CONFLICT and status == "True"
+            resolved = kind == CONDITION_CONFLICT and old.get(kind, ("",))[0] == "True"
+            ready = kind == CONDITION_READY and status == "True"
+            if invalid or conflict:
+                await self.recorder.record(target, WARNING, reason, message)
+            elif resolved or ready:
+                await self.recorder.record(target, NORMAL, reason, message)
 
 
 def _same_conditions(current: object, merged: list[dict[str, Any]]) -> bool:
