@@ -36,9 +36,10 @@ AREAS: list[str] = [
     "selectors",
 ]
 """Modules under ``benchmarks.figures``, run in this order."""
-REAL_AREAS: list[str] = ["real", "dataplane"]
+REAL_AREAS: list[str] = ["real", "dataplane", "mcs"]
 """Run by ``--real`` (a real control plane from ``KUBEBUILDER_ASSETS``, KCM as the baseline;
-``dataplane`` also needs root and kube-proxy, see benchmarks/figures/dataplane.py)."""
+``dataplane`` also needs root and kube-proxy, see benchmarks/figures/dataplane.py; ``mcs``
+starts two control planes, see benchmarks/figures/mcs.py)."""
 
 
 def _format(value: float | None) -> str:

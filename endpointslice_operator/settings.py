@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import ValidationError, field_validator
+from pydantic import ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -159,6 +159,9 @@ class Settings(BaseSettings):
     max_endpoints_per_subset: int = 1000
     endpoint_selectors: bool = True
     kep6116_labels: bool = False
+    multicluster: bool = False
+    mcs_peers: Annotated[tuple[Path, ...], NoDecode] = ()
+    mcs_peer_timeout: float = 300.0
 
     # -- validation --------------------------------------------------------------------------
 
@@ -168,6 +171,47 @@ class Settings(BaseSettings):
         if value is not None and not value.is_file():
             raise ValueError(f"no such file: {str(value)!r}")
         return value
+
+    @field_validator("mcs_peers", mode="before")
+    @classmethod
+    def _split_peers(cls, value: object) -> tuple[Path, ...]:
+        if value is None:
+            return ()
+        raw = [value] if isinstance(value, str | Path) else list(value)  # type: ignore[call-overload]
+        paths: list[Path] = []
+        for entry in raw:
+            if isinstance(entry, Path):
+                paths.append(entry)
+            elif isinstance(entry, str):
+                paths.extend(Path(part.strip()) for part in entry.split(",") if part.strip())
+            else:
+                raise ValueError(f"must be kubeconfig paths, got {entry!r}")
+        return tuple(dict.fromkeys(paths))
+
+    @field_validator("mcs_peers", mode="after")
+    @classmethod
+    def _peers_exist(cls, value: tuple[Path, ...]) -> tuple[Path, ...]:
+        for path in value:
+            if not path.is_file():
+                raise ValueError(f"no such file: {str(path)!r}")
+        return value
+
+    @field_validator("mcs_peer_timeout", mode="before")
+    @classmethod
+    def _parse_peer_timeout(cls, value: object) -> float:
+        seconds = parse_duration(value)
+        if not seconds > 0:
+            raise ValueError(f"must be greater than 0, got {value!r}")
+        return seconds
+
+    @model_validator(mode="after")
+    def _peers_need_multicluster(self) -> Settings:
+        if self.mcs_peers and not self.multicluster:
+            raise ValueError(
+                "--mcs-peer (ENDPOINTSLICE_OPERATOR_MCS_PEERS) is given but --multicluster "
+                "(ENDPOINTSLICE_OPERATOR_MULTICLUSTER) is off"
+            )
+        return self
 
     @field_validator("managed_by", mode="after")
     @classmethod
@@ -557,6 +601,34 @@ SETTINGS_TABLE: tuple[SettingSpec, ...] = (
         "(KEP-6116's label; off because the KEP is not approved yet).",
         kind="bool",
     ),
+    SettingSpec(
+        "multicluster",
+        "--multicluster",
+        "false",
+        "Multi-Cluster Services (KEP-1645, see docs/multicluster.md): serve the ServiceExports "
+        "of this cluster and its peers. Needs the CRDs of `deploy/crds/` and a "
+        "`cluster.clusterset.k8s.io` ClusterProperty naming this cluster.",
+        kind="bool",
+    ),
+    SettingSpec(
+        "mcs_peers",
+        "--mcs-peer",
+        "(none)",
+        "Kubeconfig of a peer cluster (read only: ServiceExports, Services, EndpointSlices, "
+        "ClusterProperty); repeat the flag for several. The variable takes a comma-separated "
+        "list. The peer's cluster id is read from its ClusterProperty. Needs `--multicluster`.",
+        kind="list",
+        metavar="PATH",
+    ),
+    SettingSpec(
+        "mcs_peer_timeout",
+        "--mcs-peer-timeout",
+        "300",
+        "How long the endpoints of a peer that cannot be reached are kept (its Lease in this "
+        "cluster is renewed while its watches are healthy); then they leave the imports. "
+        "Seconds or a duration (`90s`, `5m`); default 5 minutes.",
+        metavar="DURATION",
+    ),
 )
 
 _SPECS = {spec.field: spec for spec in SETTINGS_TABLE}
@@ -638,7 +710,10 @@ def _describe_error(exc: ValidationError) -> SettingsError:
 
 
 def _describe_one(error: Any) -> str:
-    loc = error.get("loc") or ("?",)
+    loc = error.get("loc")
+    if not loc:  # a check across settings (a model validator)
+        message = str(error.get("msg", "invalid value"))
+        return f"invalid settings: {message.removeprefix('Value error, ')}"
     field = str(loc[0])
     spec = _SPECS.get(field)
     where = f"{spec.flags} / {spec.env}" if spec is not None else field

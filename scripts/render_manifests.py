@@ -6,7 +6,10 @@
   ``endpointslice-operator`` in namespace ``endpointslice-operator``), for ``kubectl apply``;
 * ``chart/dashboards/endpointslice-operator.json``: a copy of the Grafana dashboard whose
   source of truth is ``docs/dashboards/endpointslice-operator.json`` (Helm's ``.Files`` only
-  reads files inside the chart directory).
+  reads files inside the chart directory);
+* ``chart/files/crds/*.yaml``: copies of the CRDs of ``deploy/crds/`` (EndpointSelector,
+  behind ``endpointSelectors.installCRD``; the Multi-Cluster Services ones, behind
+  ``multicluster.installCRDs``).
 
 ``--check`` writes nothing and exits 1 when a generated file is out of date. Rendering uses
 Helm's own Go template engine through ``helm-python-sdk`` (libhelm bundled in the wheel), so
@@ -29,8 +32,8 @@ CHART_DIR = ROOT / "chart"
 DEPLOY_MANIFEST = ROOT / "deploy" / "endpointslice-operator.yaml"
 DASHBOARD_SOURCE = ROOT / "docs" / "dashboards" / "endpointslice-operator.json"
 DASHBOARD_CHART_COPY = CHART_DIR / "dashboards" / "endpointslice-operator.json"
-CRD_SOURCE = ROOT / "deploy" / "crds" / "endpointselectors.endpointslice-operator.io.yaml"
-CRD_CHART_COPY = CHART_DIR / "files" / "endpointselectors.endpointslice-operator.io.yaml"
+CRD_SOURCE_DIR = ROOT / "deploy" / "crds"
+CRD_CHART_DIR = CHART_DIR / "files" / "crds"
 
 RELEASE_NAME = "endpointslice-operator"
 RELEASE_NAMESPACE = "endpointslice-operator"
@@ -140,11 +143,13 @@ def _order(kind: str) -> int:
 
 def generated_files() -> dict[Path, str]:
     """Path relative to the repository root -> the text that file must have."""
-    return {
+    files = {
         DEPLOY_MANIFEST.relative_to(ROOT): default_manifest(),
         DASHBOARD_CHART_COPY.relative_to(ROOT): DASHBOARD_SOURCE.read_text(encoding="utf-8"),
-        CRD_CHART_COPY.relative_to(ROOT): CRD_SOURCE.read_text(encoding="utf-8"),
     }
+    for crd in sorted(CRD_SOURCE_DIR.glob("*.yaml")):
+        files[(CRD_CHART_DIR / crd.name).relative_to(ROOT)] = crd.read_text(encoding="utf-8")
+    return files
 
 
 def stale_files(root: Path = ROOT) -> list[Path]:

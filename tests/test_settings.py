@@ -157,6 +157,20 @@ def test_parse_duration_rejects_garbage(text: str) -> None:
         (["--log-level", "trace"], {}, "log_level (--log-level / "),
         (["--kubeconfig", "/nonexistent/kubeconfig"], {}, "no such file"),
         (
+            ["--multicluster", "--mcs-peer", "/nonexistent/peer"],
+            {},
+            "invalid setting mcs_peers (--mcs-peer / ENDPOINTSLICE_OPERATOR_MCS_PEERS): "
+            "no such file: '/nonexistent/peer'",
+        ),
+        (["--mcs-peer-timeout", "0s"], {}, "must be greater than 0, got '0s'"),
+        (["--mcs-peer-timeout", "soon"], {}, "mcs_peer_timeout (--mcs-peer-timeout / "),
+        (
+            [],
+            {"ENDPOINTSLICE_OPERATOR_MULTICLUSTER": "perhaps"},
+            "invalid setting multicluster (--multicluster / --no-multicluster / "
+            "ENDPOINTSLICE_OPERATOR_MULTICLUSTER): must be true or false, got 'perhaps'",
+        ),
+        (
             [],
             {"ENDPOINTSLICE_OPERATOR_LEADER_ELECTION": "maybe"},
             "invalid setting leader_election (--leader-election / --no-leader-election / "
@@ -261,3 +275,44 @@ def test_docs_table_matches_the_code() -> None:
         assert row["Flag"] == flag
         assert row["Default"] == default
         assert row["Meaning"] == meaning
+
+
+def test_multicluster_settings(tmp_path: Path) -> None:
+    defaults = load_settings([], {})
+    assert defaults.multicluster is False
+    assert defaults.mcs_peers == ()
+    assert defaults.mcs_peer_timeout == 300.0
+    east, west = tmp_path / "east", tmp_path / "west"
+    for path in (east, west):
+        path.write_text("apiVersion: v1\nkind: Config\n", encoding="utf-8")
+    from_env = load_settings(
+        [],
+        {
+            f"{ENV_PREFIX}MULTICLUSTER": "true",
+            f"{ENV_PREFIX}MCS_PEERS": f"{east}, {west},{east}",
+            f"{ENV_PREFIX}MCS_PEER_TIMEOUT": "1m30s",
+        },
+    )
+    assert from_env.multicluster is True
+    assert from_env.mcs_peers == (east, west)
+    assert from_env.mcs_peer_timeout == 90.0
+    # Flags replace the variable; the flag repeats.
+    from_flags = load_settings(
+        ["--mcs-peer", str(west), "--mcs-peer-timeout", "45"],
+        {f"{ENV_PREFIX}MULTICLUSTER": "true", f"{ENV_PREFIX}MCS_PEERS": str(east)},
+    )
+    assert from_flags.mcs_peers == (west,)
+    assert from_flags.mcs_peer_timeout == 45.0
+    # An empty variable (a chart without peers) means none.
+    assert load_settings(["--multicluster"], {f"{ENV_PREFIX}MCS_PEERS": ""}).mcs_peers == ()
+
+
+def test_peers_without_multicluster_are_refused(tmp_path: Path) -> None:
+    peer = tmp_path / "peer"
+    peer.write_text("apiVersion: v1\n", encoding="utf-8")
+    with pytest.raises(SettingsError) as caught:
+        load_settings(["--mcs-peer", str(peer)], {})
+    assert str(caught.value) == (
+        "invalid settings: --mcs-peer (ENDPOINTSLICE_OPERATOR_MCS_PEERS) is given but "
+        "--multicluster (ENDPOINTSLICE_OPERATOR_MULTICLUSTER) is off"
+    )

@@ -120,10 +120,73 @@ Shared by the ClusterRole (cluster mode) and the per-namespace Roles (namespaced
   resources: ["resourceclaims"]
   verbs: ["get", "list", "watch"]
 {{- end }}
+{{- include "eso.mcsRules" . }}
 {{- end }}
 
 {{- define "eso.nodeRules" -}}
 - apiGroups: [""]
   resources: ["nodes"]
   verbs: ["get", "list", "watch"]
+{{- if .Values.multicluster.enabled }}
+{{- /* Multi-cluster: this cluster's id, and which namespaces exist (imports go only there). */}}
+- apiGroups: ["about.k8s.io"]
+  resources: ["clusterproperties"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["namespaces"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
+{{- end }}
+{{/*
+Multi-cluster (namespaced rules): read the ServiceExports and write their status; write the
+ServiceImports and their derived Services (selectorless, owned by the ServiceImport).
+*/}}
+{{- define "eso.mcsRules" -}}
+{{- if .Values.multicluster.enabled }}
+- apiGroups: ["multicluster.x-k8s.io"]
+  resources: ["serviceexports"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["multicluster.x-k8s.io"]
+  resources: ["serviceexports/status"]
+  verbs: ["get", "patch", "update"]
+- apiGroups: ["multicluster.x-k8s.io"]
+  resources: ["serviceimports"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: ["multicluster.x-k8s.io"]
+  resources: ["serviceimports/status"]
+  verbs: ["get", "patch", "update"]
+- apiGroups: [""]
+  resources: ["services"]
+  verbs: ["create", "update", "patch", "delete"]
+{{- end }}
+{{- end }}
+{{/*
+What a peer cluster's operator reads here, through the kubeconfig it holds for this cluster.
+*/}}
+{{- define "eso.mcsPeerRules" -}}
+- apiGroups: ["multicluster.x-k8s.io"]
+  resources: ["serviceexports"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["services"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["discovery.k8s.io"]
+  resources: ["endpointslices"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["about.k8s.io"]
+  resources: ["clusterproperties"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
+{{/*
+The peers' kubeconfig paths, comma-separated (ENDPOINTSLICE_OPERATOR_MCS_PEERS): each peer's
+Secret is mounted at <peersMountPath>/<secretName>/, its key as the file name.
+*/}}
+{{- define "eso.mcsPeerPaths" -}}
+{{- if .Values.multicluster.enabled }}
+{{- $paths := list }}
+{{- range .Values.multicluster.peers }}
+{{- $paths = append $paths (printf "%s/%s/%s" $.Values.multicluster.peersMountPath .secretName (default "kubeconfig" .key)) }}
+{{- end }}
+{{- join "," $paths }}
+{{- end }}
 {{- end }}

@@ -129,6 +129,16 @@ class ListWatcher:
             discovery = DiscoveryV1Api(api_client)
             self._everywhere = discovery.list_endpoint_slice_for_all_namespaces
             self._namespaced = discovery.list_namespaced_endpoint_slice
+        elif kind == "namespaces":
+            # Cluster-scoped (the multi-cluster controller imports only into namespaces that
+            # exist): listed cluster-wide whatever the scope.
+            core = CoreV1Api(api_client)
+            self._everywhere = core.list_namespace
+
+            async def no_namespaces(namespace: str, **params: Any) -> Any:
+                raise ValueError("namespaces are cluster-scoped")
+
+            self._namespaced = no_namespaces
         elif group_version:
             # Any other resource by group/version (the ResourceClaims of controller.claims).
             custom = CustomObjectsApi(api_client)

@@ -60,6 +60,7 @@ from endpointslice_operator.controller.kopf_wiring import (
 )
 from endpointslice_operator.controller.leader import LeaderElector
 from endpointslice_operator.controller.list_watch import KINDS, ListWatcher
+from endpointslice_operator.controller.mcs.controller import MulticlusterController
 from endpointslice_operator.controller.mirroring import MirroringSyncer, MirroringSyncError
 from endpointslice_operator.controller.networks import NetworkAnnotations
 from endpointslice_operator.controller.owners import ENDPOINT_SELECTOR, OwnerSyncs
@@ -83,6 +84,7 @@ from endpointslice_operator.controller.sync import ServiceSyncer, SyncError
 from endpointslice_operator.controller.writer import ApiError, SliceWriter, raise_for_status
 from endpointslice_operator.metrics import OperatorMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
+from endpointslice_operator.reconciler.mcs import LABEL_SOURCE_CLUSTER
 from endpointslice_operator.reconciler.topology import TopologyCache
 from endpointslice_operator.reconciler.tracker import StaleInformerCache
 from endpointslice_operator.settings import Settings
@@ -165,6 +167,8 @@ class Operator:
         self.owners: OwnerSyncs | None = None
         """The queue's handler: Service keys to ``syncer``, other owner kinds to theirs."""
         self.queue: ServiceQueue | None = None
+        self.multicluster: MulticlusterController | None = None
+        """The multi-cluster controller of the current term (``--multicluster``)."""
         self.api_client: ApiClient | None = None
         self.health: HealthServer | None = None
         self._stop = asyncio.Event()
@@ -648,6 +652,10 @@ class Operator:
         """How many objects of ``kind`` the API server holds in the watched scope now."""
         core, discovery = CoreV1Api(api_client), DiscoveryV1Api(api_client)
         namespaces = list(self.settings.namespaces)
+        # Imported slices (Multi-Cluster Services) are not indexed here (handlers.on_slice).
+        only: dict[str, Any] = (
+            {"label_selector": f"!{LABEL_SOURCE_CLUSTER}"} if kind == "endpointslices" else {}
+        )
         calls: list[Awaitable[Any]]
         if kind == "nodes":
             calls = [core.list_node(limit=1, _preload_content=False)]
@@ -657,14 +665,14 @@ class Operator:
                 "pods": core.list_namespaced_pod,
                 "endpointslices": discovery.list_namespaced_endpoint_slice,
             }[kind]
-            calls = [namespaced(ns, limit=1, _preload_content=False) for ns in namespaces]
+            calls = [namespaced(ns, limit=1, _preload_content=False, **only) for ns in namespaces]
         else:
             everywhere = {
                 "services": core.list_service_for_all_namespaces,
                 "pods": core.list_pod_for_all_namespaces,
                 "endpointslices": discovery.list_endpoint_slice_for_all_namespaces,
             }[kind]
-            calls = [everywhere(limit=1, _preload_content=False)]
+            calls = [everywhere(limit=1, _preload_content=False, **only)]
         total = 0
         for call in calls:
             body = await raise_for_status(await call)
@@ -800,8 +808,9 @@ class Operator:
         waiter = asyncio.create_task(lost.wait())
         releaser = asyncio.create_task(router.release_when_quiet(), name="release-held")
         sweeper = asyncio.create_task(_sweep_unlabelled(syncer, leftovers), name="leftovers")
+        multicluster = self._multicluster()
         try:
-            await asyncio.wait({runner, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({runner, waiter, *multicluster}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             router.queue = None
             router.on_leftover = None
@@ -809,6 +818,8 @@ class Operator:
             waiter.cancel()
             releaser.cancel()
             sweeper.cancel()
+            for task in multicluster:
+                task.cancel()
             # After a reset, in-flight syncs work from caches the server no longer backs:
             # cancelled at once (their writes are refused by the closed fence anyway).
             grace = 0.0 if self._reset_reason is not None else SHUTDOWN_TIMEOUT
@@ -818,8 +829,33 @@ class Operator:
                 # Even when this is cancelled: the workers end before the Lease can be taken
                 # again by the next round or term.
                 runner.cancel()
-                await asyncio.gather(runner, waiter, releaser, sweeper, return_exceptions=True)
+                await asyncio.gather(
+                    runner, waiter, releaser, sweeper, *multicluster, return_exceptions=True
+                )
+                self.multicluster = None
             log.info("workers stopped")
+
+    def _multicluster(self) -> set[asyncio.Task[None]]:
+        """With ``--multicluster``: the multi-cluster controller for this term (see
+        controller/mcs/), or nothing."""
+        if not self.settings.multicluster or self.api_client is None:
+            return set()
+        self.multicluster = MulticlusterController(
+            self.api_client,
+            peers=self.settings.mcs_peers,
+            config=self.config,
+            lease_namespace=self.settings.resolved_lease_namespace(),
+            lease_prefix=self.settings.lease_name,
+            lease_label=f"{self.settings.annotation_prefix}/mcs-peer",
+            peer_timeout=self.settings.mcs_peer_timeout,
+            namespaces=self.settings.namespaces,
+            workers=self.settings.workers,
+            qps=self.settings.qps,
+            burst=self.settings.burst,
+            workqueue_metrics=self.metrics.workqueue,
+            metrics=self.metrics.multicluster,
+        )
+        return {asyncio.create_task(self.multicluster.run(), name="multicluster")}
 
     # -- health -----------------------------------------------------------------------------
 

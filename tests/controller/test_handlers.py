@@ -271,3 +271,17 @@ async def test_a_recreated_pod_survives_late_events_of_its_predecessor(h: Harnes
     # its own deletion does remove it
     h.router.on_pod("DELETED", new)
     assert h.indexes.pods.get("ns", "web-0") is None
+
+
+async def test_imported_slices_are_left_to_the_multicluster_controller(h: Harness) -> None:
+    """A slice of ours labelled with a source cluster (Multi-Cluster Services) is not indexed
+    for its Service (the derived Service is not opted in: the slice controller would delete it)
+    and triggers nothing."""
+    imported = _slice("derived-1", "i1", 1)
+    imported["metadata"]["labels"]["kubernetes.io/service-name"] = "a"
+    imported["metadata"]["labels"]["multicluster.kubernetes.io/source-cluster"] = "east"
+    for event in ("ADDED", "MODIFIED", "DELETED"):
+        h.router.on_slice(event, imported)
+        assert h.indexes.slices.ref("ns", "derived-1") is None
+        assert h.queued() == set() and h.queue.delayed == 0
+    assert h.indexes.counts()["endpointslices"] == 0

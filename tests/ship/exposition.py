@@ -28,6 +28,12 @@ def exported_samples() -> dict[str, set[str]]:
     metrics.services_count_by_traffic_distribution.labels("PreferClose").set(1)
     metrics.leader.set(1)
     metrics.mirroring.changes("create")
+    mcs = metrics.multicluster
+    mcs.peer_reachable.labels("west").set(1)
+    mcs.peer_sync_age.labels("west").set(3)
+    mcs.imported_slices.labels("west").set(2)
+    mcs.exports.labels("Ready", "True").set(1)
+    mcs.writes.labels("endpointslices").inc()
     queue = metrics.workqueue
     queue.register_queue("endpoint_slice", _IdleQueue())
     queue.observe_add("endpoint_slice")

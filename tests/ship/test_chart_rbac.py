@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scripts.render_manifests import render_objects
 from tests.ship.conftest import rendered
 from tests.ship.values import of_kind, rules
 
@@ -25,8 +26,30 @@ ALLOWED: dict[tuple[str, str], set[str]] = {
     ("endpointslice-operator.io", "endpointselectors"): READ,
     ("endpointslice-operator.io", "endpointselectors/status"): {"patch"},
 }
-#: The one subresource granted: the status of EndpointSelectors (written through Kopf).
-SUBRESOURCES = {"endpointselectors/status"}
+#: With multicluster.enabled (the import side of Multi-Cluster Services), on top of ALLOWED.
+MCS_ALLOWED: dict[tuple[str, str], set[str]] = {
+    ("multicluster.x-k8s.io", "serviceexports"): READ,
+    ("multicluster.x-k8s.io", "serviceexports/status"): {"get", "patch", "update"},
+    ("multicluster.x-k8s.io", "serviceimports"): READ | {"create", "update", "patch", "delete"},
+    ("multicluster.x-k8s.io", "serviceimports/status"): {"get", "patch", "update"},
+    # derived Services (selectorless, owned by their ServiceImport)
+    ("", "services"): READ | {"create", "update", "patch", "delete"},
+    ("about.k8s.io", "clusterproperties"): READ,
+    ("", "namespaces"): READ,
+    # the per-peer Leases
+    ("coordination.k8s.io", "leases"): READ | {"create", "update", "delete"},
+}
+#: The only subresources granted: the status of EndpointSelectors (written through Kopf) and
+#: of the MCS objects.
+SUBRESOURCES = {"endpointselectors/status", "serviceexports/status", "serviceimports/status"}
+#: What the peers' read-only ClusterRole grants.
+PEER_READER: dict[tuple[str, str], set[str]] = {
+    ("multicluster.x-k8s.io", "serviceexports"): READ,
+    ("", "services"): READ,
+    ("discovery.k8s.io", "endpointslices"): READ,
+    ("about.k8s.io", "clusterproperties"): READ,
+}
+MCS_SETS = {"multicluster", "multicluster-namespaced"}
 WRITES = {
     "create",
     "update",
@@ -55,7 +78,7 @@ def test_no_wildcards_and_no_non_resource_urls(objects: list[dict[str, Any]]) ->
             assert "*" not in rule.get(field, []), f"{name}: wildcard in {field}"
             assert not any("*" in item for item in rule.get(field, [])), name
         assert "nonResourceURLs" not in rule, name
-        assert not any("/" in r for r in rule["resources"] if r not in SUBRESOURCES), (
+        assert all("/" not in r or r in SUBRESOURCES for r in rule["resources"]), (
             f"{name}: subresource grant {rule['resources']}"
         )
 
@@ -78,6 +101,8 @@ def test_only_the_expected_grants(objects: list[dict[str, Any]], value_set: str)
     if value_set.startswith("cleanup-hook"):
         # the uninstall hook deletes our Endpoints too (test_chart_cleanup_hook.py)
         allowed[("", "endpoints")] = READ | {"delete"}
+    if value_set in MCS_SETS:
+        allowed.update(MCS_ALLOWED)
     for key, verbs in _grants(objects).items():
         assert key in allowed, f"unexpected grant on {key}"
         assert verbs <= allowed[key], f"{key}: {verbs - allowed[key]} not allowed"
@@ -90,6 +115,10 @@ def test_writes_only_endpointslices_events_and_leases(
     if value_set in ENDPOINTS_WRITING_SETS or value_set.startswith("cleanup-hook"):
         assert "endpoints" in written
         written.discard("endpoints")
+    if value_set in MCS_SETS:
+        mcs_written = {"services", "serviceimports", "serviceimports/status"}
+        assert mcs_written | {"serviceexports/status"} <= written
+        written -= mcs_written | {"serviceexports/status"}
     assert written <= {"endpointslices", "events", "leases", "endpointselectors/status"}
 
 
@@ -149,6 +178,8 @@ def test_bindings_reference_rendered_roles_and_our_service_account(
     bindings = of_kind(objects, "RoleBinding") + of_kind(objects, "ClusterRoleBinding")
     assert bindings
     for binding in bindings:
+        if binding["roleRef"]["name"].endswith("-mcs-peer-reader"):
+            continue  # bound to the peers' identities (test_the_peer_reader_is_read_only)
         ref = binding["roleRef"]
         namespace = binding["metadata"].get("namespace") if ref["kind"] == "Role" else None
         assert (ref["kind"], namespace, ref["name"]) in roles
@@ -156,3 +187,77 @@ def test_bindings_reference_rendered_roles_and_our_service_account(
         (subject,) = binding["subjects"]
         assert subject in accounts
         assert subject["name"].endswith("-cleanup") == ref["name"].endswith("-cleanup")
+
+
+def test_multicluster_grants_only_when_enabled() -> None:
+    granted = _grants(rendered("multicluster"))
+    without_claims = {k: v for k, v in ALLOWED.items() if k[1] != "resourceclaims"}
+    expected = {key: set(verbs) for key, verbs in without_claims.items()}
+    for key, verbs in MCS_ALLOWED.items():
+        expected[key] = expected.get(key, set()) | verbs
+    assert granted == expected
+    for value_set in ("defaults", "namespaced", "everything"):
+        others = _grants(rendered(value_set))
+        assert others[("", "services")] == READ
+        assert not any(key in others for key in MCS_ALLOWED if key[1] not in {"services", "leases"})
+
+
+def test_the_peer_reader_is_read_only() -> None:
+    objects = rendered("multicluster")
+    (reader,) = [
+        r
+        for r in of_kind(objects, "ClusterRole")
+        if r["metadata"]["name"].endswith("-mcs-peer-reader")
+    ]
+    grants: dict[tuple[str, str], set[str]] = {}
+    for rule in reader["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                grants.setdefault((group, resource), set()).update(rule["verbs"])
+    assert grants == PEER_READER
+    (binding,) = [
+        b
+        for b in of_kind(objects, "ClusterRoleBinding")
+        if b["roleRef"]["name"] == reader["metadata"]["name"]
+    ]
+    assert binding["subjects"] == [
+        {"kind": "User", "name": "mcs-reader", "apiGroup": "rbac.authorization.k8s.io"}
+    ]
+    # Not rendered when asked not to; no binding without subjects.
+    names = {o["metadata"]["name"] for o in rendered("multicluster-namespaced")}
+    assert not any(name.endswith("-mcs-peer-reader") for name in names)
+    unbound = render_objects({"multicluster": {"enabled": True}}, name="eso", namespace="operators")
+    assert [r["metadata"]["name"] for r in of_kind(unbound, "ClusterRole")].count(
+        "eso-endpointslice-operator-mcs-peer-reader"
+    ) == 1
+    assert not [
+        b
+        for b in of_kind(unbound, "ClusterRoleBinding")
+        if b["roleRef"]["name"] == "eso-endpointslice-operator-mcs-peer-reader"
+    ]
+
+
+def test_multicluster_namespaced_mode_keeps_cluster_scoped_reads_in_the_cluster_role() -> None:
+    objects = rendered("multicluster-namespaced")
+    (role,) = [
+        r
+        for r in of_kind(objects, "Role")
+        if r["metadata"]["namespace"] == "team-a"
+        and r["metadata"]["name"] == "eso-endpointslice-operator"
+    ]
+    resources = {res for rule in role["rules"] for res in rule["resources"]}
+    assert {
+        "serviceexports",
+        "serviceimports",
+        "serviceexports/status",
+        "serviceimports/status",
+    } <= resources
+    assert "clusterproperties" not in resources and "namespaces" not in resources
+    (nodes,) = [
+        r
+        for r in of_kind(objects, "ClusterRole")
+        if r["metadata"]["name"] == "eso-endpointslice-operator-nodes"
+    ]
+    cluster_resources = {res for rule in nodes["rules"] for res in rule["resources"]}
+    assert cluster_resources == {"nodes", "clusterproperties", "namespaces"}
+    assert not ({v for rule in nodes["rules"] for v in rule["verbs"]} & WRITES)

@@ -83,9 +83,17 @@ def test_non_default_values_reach_the_operator(tmp_path: Path) -> None:
         "max_endpoints_per_subset": 500,
         "endpoint_selectors": False,
         "kep6116_labels": True,
+        "multicluster": True,
+        # The chart mounts each peer's Secret and passes the paths.
+        "mcs_peers": [{"secretName": "peer-east"}, {"secretName": "peer-west", "key": "config"}],
+        "mcs_peer_timeout": "90s",
     }
+    peers = [tmp_path / "peer-east" / "kubeconfig", tmp_path / "peer-west" / "config"]
+    for peer in peers:
+        peer.parent.mkdir()
+        peer.write_text("apiVersion: v1\nkind: Config\n", encoding="utf-8")
     assert set(given) == set(HELM_VALUES)
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = {"multicluster": {"peersMountPath": str(tmp_path)}}
     for field, value in given.items():
         _merge(values, _nested(HELM_VALUES[field], value))
     settings = load_settings([], environ=env_of(render_objects(values)))
@@ -94,6 +102,8 @@ def test_non_default_values_reach_the_operator(tmp_path: Path) -> None:
         "batch_period": 1.5,
         "api_timeout": 45.0,
         "namespaces": ("team-a", "team-b"),
+        "mcs_peers": tuple(peers),
+        "mcs_peer_timeout": 90.0,
     }
     for field, value in expected.items():
         assert getattr(settings, field) == value, field

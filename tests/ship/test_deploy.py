@@ -13,8 +13,8 @@ from endpointslice_operator.controller.optin import SelectorSource, Status, eval
 from endpointslice_operator.settings import Settings
 from scripts import render_manifests
 from scripts.render_manifests import (
-    CRD_CHART_COPY,
-    CRD_SOURCE,
+    CRD_CHART_DIR,
+    CRD_SOURCE_DIR,
     DASHBOARD_CHART_COPY,
     DASHBOARD_SOURCE,
     DEPLOY_MANIFEST,
@@ -39,9 +39,10 @@ def test_chart_dashboard_is_the_docs_dashboard() -> None:
 
 
 def test_chart_crd_is_the_deploy_crd_and_rendered_kept() -> None:
-    assert CRD_CHART_COPY.read_bytes() == CRD_SOURCE.read_bytes(), STALE
+    source_path = CRD_SOURCE_DIR / "endpointselectors.endpointslice-operator.io.yaml"
+    assert (CRD_CHART_DIR / source_path.name).read_bytes() == source_path.read_bytes(), STALE
     (crd,) = [o for o in _documents(DEPLOY_MANIFEST) if o["kind"] == "CustomResourceDefinition"]
-    (source,) = _documents(CRD_SOURCE)
+    (source,) = _documents(source_path)
     assert crd["spec"] == source["spec"]
     # Uninstalling must not delete the CRD (and with it every EndpointSelector).
     assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
@@ -55,7 +56,10 @@ def test_a_stale_or_missing_generated_file_is_reported(tmp_path: Path) -> None:
     assert render_manifests.stale_files(tmp_path) == [
         Path("deploy/endpointslice-operator.yaml"),
         Path("chart/dashboards/endpointslice-operator.json"),
-        Path("chart/files/endpointselectors.endpointslice-operator.io.yaml"),
+        Path("chart/files/crds/clusterproperties.about.k8s.io.yaml"),
+        Path("chart/files/crds/endpointselectors.endpointslice-operator.io.yaml"),
+        Path("chart/files/crds/serviceexports.multicluster.x-k8s.io.yaml"),
+        Path("chart/files/crds/serviceimports.multicluster.x-k8s.io.yaml"),
     ]
 
 

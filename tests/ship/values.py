@@ -43,6 +43,22 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
     "write-endpoints": {"writeEndpoints": True},
     "endpoints-annotation-writes": {"endpoints": {"write": True}, "namespaces": ["team-a"]},
     "cleanup-hook": {"cleanupOnUninstall": {"enabled": True}},
+    "multicluster": {
+        "multicluster": {
+            "enabled": True,
+            "peers": [{"secretName": "peer-west"}, {"secretName": "peer-south", "key": "config"}],
+            "peerTimeout": "90s",
+            "peerReader": {
+                "subjects": [
+                    {"kind": "User", "name": "mcs-reader", "apiGroup": "rbac.authorization.k8s.io"}
+                ]
+            },
+        }
+    },
+    "multicluster-namespaced": {
+        "multicluster": {"enabled": True, "installCRDs": False, "peerReader": {"create": False}},
+        "namespaces": ["team-a"],
+    },
     "cleanup-hook-namespaced": {
         "cleanupOnUninstall": {"enabled": True},
         "namespaces": ["team-a", "team-b"],
@@ -142,6 +158,9 @@ HELM_VALUES: dict[str, str] = {
     "max_endpoints_per_subset": "maxEndpointsPerSubset",
     "endpoint_selectors": "endpointSelectors.enabled",
     "kep6116_labels": "kep6116Labels",
+    "multicluster": "multicluster.enabled",
+    "mcs_peers": "multicluster.peers",
+    "mcs_peer_timeout": "multicluster.peerTimeout",
 }
 
 

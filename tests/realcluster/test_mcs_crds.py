@@ -1,0 +1,132 @@
+"""The MCS CRDs of deploy/crds/ on a real API server: accepted, both versions served with one
+schema, status subresources, validation, and the protected-group approval annotation."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from tests.realcluster.kube import Kube
+from tests.realcluster.mcs_crds import CRDS, crd_manifests, install_crds
+
+pytestmark = pytest.mark.realcluster
+
+MCS = "/apis/multicluster.x-k8s.io"
+
+
+async def test_service_export_both_versions_and_status(kube: Kube, ns: str) -> None:
+    await install_crds(kube)
+    export = {
+        "apiVersion": "multicluster.x-k8s.io/v1beta1",
+        "kind": "ServiceExport",
+        "metadata": {"name": "web", "namespace": ns},
+        "spec": {"exportedLabels": {"team": "a"}, "exportedAnnotations": {"note": "x"}},
+    }
+    created = await kube.create(f"{MCS}/v1beta1/namespaces/{ns}/serviceexports", export)
+    assert created["spec"] == export["spec"]
+    alpha = await kube.get(f"{MCS}/v1alpha1/namespaces/{ns}/serviceexports/web")
+    assert alpha["apiVersion"] == "multicluster.x-k8s.io/v1alpha1"
+    assert alpha["spec"] == export["spec"]
+    condition = {
+        "type": "Conflict",
+        "status": "True",
+        "reason": "PortConflict,TypeConflict",
+        "message": "ports differ",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    patched = await kube.request(
+        "PATCH",
+        f"{MCS}/v1beta1/namespaces/{ns}/serviceexports/web/status",
+        {"status": {"conditions": [condition]}},
+        content_type="application/merge-patch+json",
+    )
+    assert patched["status"]["conditions"] == [condition]
+    # A status written through the main resource is dropped (status is a subresource).
+    again = await kube.patch(
+        f"{MCS}/v1beta1/namespaces/{ns}/serviceexports/web", {"status": {"conditions": []}}
+    )
+    assert again["status"]["conditions"] == [condition]
+    bad = copy.deepcopy(condition) | {"reason": "not a reason!"}
+    status, body = await kube.status_of(
+        "PUT",
+        f"{MCS}/v1beta1/namespaces/{ns}/serviceexports/web/status",
+        {**again, "status": {"conditions": [bad]}},
+    )
+    assert status == 422, body
+
+
+async def test_service_import_schema(kube: Kube, ns: str) -> None:
+    await install_crds(kube)
+    body = {
+        "apiVersion": "multicluster.x-k8s.io/v1beta1",
+        "kind": "ServiceImport",
+        "metadata": {"name": "web", "namespace": ns},
+        "spec": {
+            "type": "ClusterSetIP",
+            "ports": [{"name": "http", "protocol": "TCP", "port": 80, "appProtocol": "http"}],
+            "ips": ["10.96.0.10", "fd00::10"],
+            "ipFamilies": ["IPv4", "IPv6"],
+            "sessionAffinity": "ClientIP",
+            "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 30}},
+            "internalTrafficPolicy": "Cluster",
+            "trafficDistribution": "PreferClose",
+        },
+    }
+    created = await kube.create(f"{MCS}/v1beta1/namespaces/{ns}/serviceimports", body)
+    assert created["spec"] == body["spec"]
+    status = {"clusters": [{"cluster": "east"}, {"cluster": "west"}]}
+    written = await kube.request(
+        "PATCH",
+        f"{MCS}/v1beta1/namespaces/{ns}/serviceimports/web/status",
+        {"status": status},
+        content_type="application/merge-patch+json",
+    )
+    assert written["status"] == status
+    alpha = await kube.get(f"{MCS}/v1alpha1/namespaces/{ns}/serviceimports/web")
+    assert alpha["spec"] == body["spec"] and alpha["status"] == status
+    for spec in (
+        {**body["spec"], "type": "LoadBalancer"},
+        {**body["spec"], "ips": ["10.0.0.1", "10.0.0.2", "10.0.0.3"]},
+        {key: value for key, value in body["spec"].items() if key != "ports"},
+        {**body["spec"], "ports": [{"name": "http"}]},
+    ):
+        refused, answer = await kube.status_of(
+            "POST",
+            f"{MCS}/v1beta1/namespaces/{ns}/serviceimports",
+            {**body, "metadata": {"name": "bad", "namespace": ns}, "spec": spec},
+        )
+        assert refused == 422, answer
+
+
+async def test_cluster_property_needs_its_approval_annotation(kube: Kube) -> None:
+    await install_crds(kube)
+    path = "/apis/about.k8s.io/v1beta1/clusterproperties"
+    prop = {
+        "apiVersion": "about.k8s.io/v1beta1",
+        "kind": "ClusterProperty",
+        "metadata": {"name": "cluster.clusterset.k8s.io"},
+        "spec": {"value": "east"},
+    }
+    status, body = await kube.status_of("POST", path, prop)
+    assert status in (200, 409), body
+    read = await kube.get("/apis/about.k8s.io/v1alpha1/clusterproperties/cluster.clusterset.k8s.io")
+    assert read["spec"]["value"]
+    status, body = await kube.status_of(
+        "POST", path, {**prop, "metadata": {"name": "empty.example"}, "spec": {"value": ""}}
+    )
+    assert status == 422, body
+    # The same CRD under another name of the protected group, without the annotation: refused.
+    (ours,) = [c for c in crd_manifests() if c["spec"]["group"] == "about.k8s.io"]
+    unapproved = copy.deepcopy(ours)
+    del unapproved["metadata"]["annotations"]
+    unapproved["metadata"]["name"] = "unapprovedprops.about.k8s.io"
+    unapproved["spec"]["names"] = {
+        "kind": "UnapprovedProp",
+        "plural": "unapprovedprops",
+        "singular": "unapprovedprop",
+        "listKind": "UnapprovedPropList",
+    }
+    status, body = await kube.status_of("POST", CRDS, unapproved)
+    assert status == 422, body
+    assert "api-approved.kubernetes.io" in str(body)
