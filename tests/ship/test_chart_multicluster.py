@@ -12,7 +12,6 @@ from scripts.render_manifests import CRD_SOURCE_DIR, render_objects
 from tests.ship.conftest import rendered
 from tests.ship.values import container, of_kind, one
 
-
 MCS_GROUPS = ("multicluster.x-k8s.io", "about.k8s.io")
 
 
