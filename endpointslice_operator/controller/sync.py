@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, NoReturn, Protocol
 
 from endpointslice_operator.controller.budget import WriteBudget
@@ -114,6 +114,24 @@ class _Token:
         self.held = False
 
 
+async def recorded_sync(metrics: OperatorMetrics, run: Awaitable[None]) -> None:
+    """Await one owner's sync and record it as upstream's sync metrics do: its duration and
+    its result (``success``; ``stale`` for a cache behind our own writes; ``error``)."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    result = SyncResult.SUCCESS
+    try:
+        await run
+    except StaleInformerCache:
+        result = SyncResult.STALE
+        raise
+    except Exception:
+        result = SyncResult.ERROR
+        raise
+    finally:
+        metrics.record_sync(result, loop.time() - started)
+
+
 class ServiceSyncer:
     """Syncs Services by key (``namespace/name``); the work queue's handler."""
 
@@ -178,19 +196,7 @@ class ServiceSyncer:
 
     async def sync(self, key: str) -> None:
         """Sync one Service; raises to have the queue retry it."""
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        result = SyncResult.SUCCESS
-        try:
-            await self._sync(key)
-        except StaleInformerCache:
-            result = SyncResult.STALE
-            raise
-        except Exception:
-            result = SyncResult.ERROR
-            raise
-        finally:
-            self.metrics.record_sync(result, loop.time() - started)
+        await recorded_sync(self.metrics, self._sync(key))
 
     async def _sync(self, key: str) -> None:
         entry = self.indexes.services.get(key)

@@ -21,7 +21,6 @@ same planner, queue and writer as a Service's (:mod:`.` for the seam):
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import Iterable, Mapping
@@ -33,9 +32,14 @@ from endpointslice_operator.controller.events import WARNING
 from endpointslice_operator.controller.indexes import ServiceIndex
 from endpointslice_operator.controller.owners import ENDPOINT_SELECTOR, split_owner_key
 from endpointslice_operator.controller.selectors import Selector, SelectorError, from_label_selector
-from endpointslice_operator.controller.sync import ServiceSyncer, SyncError, _is_deleting, _Token
+from endpointslice_operator.controller.sync import (
+    ServiceSyncer,
+    SyncError,
+    _is_deleting,
+    _Token,
+    recorded_sync,
+)
 from endpointslice_operator.controller.writer import ApiError
-from endpointslice_operator.metrics import SyncResult
 from endpointslice_operator.reconciler.endpoint_selector import plan_endpoint_selector
 from endpointslice_operator.reconciler.tracker import StaleInformerCache
 from endpointslice_operator.reconciler.trigger_time import TriggerTimeTracker, parse_time
@@ -326,19 +330,7 @@ class EndpointSelectorSyncer:
             # Not listed yet: a missing object is not a deleted one, and this is no sync.
             self.waiting.add(key)
             return
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        result = SyncResult.SUCCESS
-        try:
-            await self._sync(key)
-        except StaleInformerCache:
-            result = SyncResult.STALE
-            raise
-        except Exception:
-            result = SyncResult.ERROR
-            raise
-        finally:
-            self.services.metrics.record_sync(result, loop.time() - started)
+        await recorded_sync(self.services.metrics, self._sync(key))
 
     async def _sync(self, key: str) -> None:
         entry = self.index.get(key)
