@@ -33,7 +33,7 @@ import argparse
 import difflib
 import json
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -913,36 +913,43 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _service_keys(
-    requested: Sequence[str], manifests: Manifests, default_namespace: str
+def _requested_keys(
+    requested: Sequence[str],
+    known: Collection[tuple[str, str]],
+    default_namespace: str,
+    option: str,
+    kind: str,
 ) -> list[tuple[str, str]]:
+    """The (namespace, name) keys named by ``option`` (every one in the input if none is)."""
     if not requested:
-        return list(manifests.services)
+        return list(known)
     keys = []
     for text in requested:
         namespace, _, name = text.rpartition("/")
         key = (namespace or default_namespace, name)
-        if not name or key not in manifests.services:
-            raise InputError(f"--service {text}: no such Service in the input")
+        if not name or key not in known:
+            raise InputError(f"{option} {text}: no such {kind} in the input")
         if key not in keys:
             keys.append(key)
     return keys
+
+
+def _service_keys(
+    requested: Sequence[str], manifests: Manifests, default_namespace: str
+) -> list[tuple[str, str]]:
+    return _requested_keys(requested, manifests.services, default_namespace, "--service", "Service")
 
 
 def _selector_keys(
     requested: Sequence[str], manifests: Manifests, default_namespace: str
 ) -> list[tuple[str, str]]:
-    if not requested:
-        return list(manifests.endpoint_selectors)
-    keys = []
-    for text in requested:
-        namespace, _, name = text.rpartition("/")
-        key = (namespace or default_namespace, name)
-        if not name or key not in manifests.endpoint_selectors:
-            raise InputError(f"--endpoint-selector {text}: no such EndpointSelector in the input")
-        if key not in keys:
-            keys.append(key)
-    return keys
+    return _requested_keys(
+        requested,
+        manifests.endpoint_selectors,
+        default_namespace,
+        "--endpoint-selector",
+        "EndpointSelector",
+    )
 
 
 def _config_error(exc: ValidationError) -> str:
