@@ -64,6 +64,9 @@ test: lint typecheck
 		KUBEBUILDER_ASSETS="$(OLDEST_ASSETS)" $(BIN)/python -m pytest -m realcluster $(PYTEST_ARGS); \
 	fi
 	$(BIN)/python -m benchmarks --quick --json $(VENV)/benchmarks.json
+	@if [ -z "$(REAL_ASSETS)" ] && [ -z "$$ESO_TEST_KUBECONFIG" ]; then \
+		echo "Note: the real-server tests were skipped (no KUBEBUILDER_ASSETS); see docs/testing.md to run them."; \
+	fi
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(ARGS)

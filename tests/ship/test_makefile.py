@@ -25,3 +25,31 @@ def test_make_venv_says_what_it_is_doing(tmp_path: Path) -> None:
     assert f"creating {venv}" in said[0]
     assert "installing endpointslice-operator" in said[2] and "about 90 s" in said[2]
     assert "ready" in said[3]
+
+
+def _closing_block(**variables: str) -> str:
+    """The last shell command of ``make test``'s recipe (as make would run it)."""
+    result = subprocess.run(
+        ["make", "-n", "test", *(f"{k}={v}" for k, v in variables.items())],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    lines = result.stdout.splitlines()
+    start = max(i for i, line in enumerate(lines) if line.startswith("if [ -z "))
+    return "\n".join(lines[start:])
+
+
+def _run(block: str) -> str:
+    env = {"PATH": "/usr/bin:/bin"}
+    return subprocess.run(
+        ["sh", "-c", block], capture_output=True, text=True, timeout=60, env=env, check=True
+    ).stdout
+
+
+def test_make_test_ends_saying_the_real_tests_were_skipped() -> None:
+    said = _run(_closing_block(KUBEBUILDER_ASSETS="", ESO_OLDEST_ASSETS=""))
+    assert said.startswith("Note: the real-server tests were skipped"), said
+    assert _run(_closing_block(KUBEBUILDER_ASSETS="/opt/assets", ESO_OLDEST_ASSETS="")) == ""
