@@ -11,12 +11,13 @@ What the data-plane tests, the ``dataplane`` benchmark area and the data-plane d
 It starts etcd, kube-apiserver and kube-controller-manager (:class:`~.controlplane.ControlPlane`,
 whose EndpointSlice controller writes the twin's slices, the reference), Nodes ``node-a``
 (``zone-a``, the node kube-proxy runs as), ``node-b`` (``zone-b``) and ``node-c`` (``zone-a``:
-same zone, another node), the namespace, the
-topology with kube-proxy, and ``endpointslice-operator run`` watching that namespace. There is no
-kubelet: pods get their status (IP, Ready) through the ``status`` subresource, as a kubelet
-would write it, and a pod deleted with a grace period stays Terminating until
-:meth:`DataplaneCluster.force_delete`. :meth:`DataplaneCluster.stop` stops everything by PID and
-deletes the namespaces by name, also after a failed start.
+same zone, another node), the namespace, the CRDs given as ``crds`` (established before the
+operator starts, so its first discovery finds them), the topology with kube-proxy, and
+``endpointslice-operator run`` watching that namespace. There is no kubelet: pods get their
+status (IP, Ready) through the ``status`` subresource, as a kubelet would write it, and a pod
+deleted with a grace period stays Terminating until :meth:`DataplaneCluster.force_delete`.
+:meth:`DataplaneCluster.stop` stops everything by PID and deletes the namespaces by name, also
+after a failed start.
 
 It launches the operator as a command (``python -m endpointslice_operator run``) and imports
 nothing of it.
@@ -65,6 +66,9 @@ class DataplaneCluster:
     workdir: Path
     namespace: str = "dataplane"
     operator_args: tuple[str, ...] = ()
+    #: CustomResourceDefinitions (decoded manifests) installed and established before the
+    #: operator starts, so it finds their APIs at its first discovery.
+    crds: tuple[dict[str, Any], ...] = ()
     plane: ControlPlane | None = None
     topology: Topology | None = None
     operator: subprocess.Popen[bytes] | None = None
@@ -91,6 +95,8 @@ class DataplaneCluster:
             for node, zone in NODES.items():
                 self._node(node, zone)
             self.call("POST", "/api/v1/namespaces", _namespace(self.namespace))
+            for crd in self.crds:
+                self._install_crd(crd)
             self.topology.start()
             self._start_operator()
             assert self.operator is not None
@@ -307,6 +313,28 @@ class DataplaneCluster:
             ],
         }
         self.call("PATCH", f"/api/v1/nodes/{name}/status", {"status": status})
+
+    def _install_crd(self, crd: dict[str, Any], timeout: float = 60.0) -> None:
+        """Create the CRD and wait until it is established and its resource is listed."""
+        base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        self.call("POST", base, crd)
+        spec = crd["spec"]
+        version = next(v["name"] for v in spec["versions"] if v.get("served", True))
+        listing = f"/apis/{spec['group']}/{version}/{spec['names']['plural']}"
+        deadline = time.monotonic() + timeout
+        while True:
+            assert self.plane is not None
+            _, current = self.plane.request("GET", f"{base}/{crd['metadata']['name']}")
+            conditions = ((current or {}).get("status") or {}).get("conditions") or []
+            established = any(
+                c.get("type") == "Established" and c.get("status") == "True" for c in conditions
+            )
+            if established and self.plane.request("GET", listing)[0] == 200:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"CRD {crd['metadata']['name']} not established in "
+                                   f"{timeout:.0f} s: {current}")  # fmt: skip
+            time.sleep(0.2)
 
     def _start_operator(self, timeout: float = 60.0) -> None:
         assert self.plane is not None

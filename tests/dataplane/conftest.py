@@ -22,11 +22,15 @@ from types import FrameType
 from typing import Any
 
 import pytest
+import yaml
 
 from endpointslice_operator.testing.controlplane import missing_assets
 from endpointslice_operator.testing.dataplane import kube_proxy_version, missing_requirements
 from endpointslice_operator.testing.dataplane_cluster import DataplaneCluster
 
+ROOT = Path(__file__).resolve().parents[2]
+#: Installed before the operator starts, so it serves EndpointSelectors from its first discovery.
+CRD_FILES = (ROOT / "deploy" / "crds" / "endpointselectors.endpointslice-operator.io.yaml",)
 MIN_VERSION = (1, 33)
 SKIP_PREFIX = "dataplane: "
 
@@ -78,7 +82,8 @@ def dc(request: pytest.FixtureRequest) -> Iterator[DataplaneCluster]:
     # SIGTERM (a CI timeout, `kill`) unwinds like Ctrl-C, so the finally below still runs.
     previous = signal.signal(signal.SIGTERM, _interrupt)
     workdir = Path(tempfile.mkdtemp(prefix="eso-dp-"))
-    cluster = DataplaneCluster(assets=assets, workdir=workdir)
+    crds = tuple(yaml.safe_load(path.read_text(encoding="utf-8")) for path in CRD_FILES)
+    cluster = DataplaneCluster(assets=assets, workdir=workdir, crds=crds)
     failed = request.session.testsfailed
     try:
         cluster.start()
