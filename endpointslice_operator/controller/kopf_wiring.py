@@ -11,8 +11,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
-from collections.abc import Collection, Iterator, Mapping
+import signal
+import threading
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any, cast
 
 import kopf
@@ -183,8 +186,14 @@ async def run_kopf(
     namespaces: list[str],
     stop: asyncio.Future[None],
     api_timeout: float = DEFAULT_API_TIMEOUT,
+    on_signal: Callable[[], None] | None = None,
 ) -> None:
-    """Run Kopf (cluster-wide, or in ``namespaces``) until ``stop`` is resolved."""
+    """Run Kopf (cluster-wide, or in ``namespaces``) until ``stop`` is resolved.
+
+    Kopf takes over SIGINT and SIGTERM for itself when it starts (each instance replaces the
+    loop's handler of the one before). With ``on_signal``, the signals go back to it once Kopf
+    has started: with a second Kopf instance (EndpointSelectors), SIGTERM would otherwise stop
+    only that instance and leave the operator running until it is killed."""
     tasks = await kopf.spawn_tasks(
         registry=registry,
         settings=kopf_settings(api_timeout),
@@ -193,4 +202,9 @@ async def run_kopf(
         namespaces=namespaces,
         stop_flag=stop,
     )
+    if on_signal is not None and threading.current_thread() is threading.main_thread():
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(signum, on_signal)
     await kopf.run_tasks(tasks, ignored=_AllTasks())

@@ -369,6 +369,7 @@ class Operator:
                     router,
                     lambda: [*selector_syncer.all_keys(), *sorted(selector_syncer.waiting)],
                     namespaces=list(self.settings.namespaces),
+                    on_signal=self.stop,
                 )
             )
         await self._run_tasks(configuration, api_client, router, syncer)
@@ -391,7 +392,7 @@ class Operator:
         self._kopf_stop = loop.create_future()
         namespaces = list(self.settings.namespaces)
         kopf_task = asyncio.create_task(
-            run_kopf(registry, namespaces, self._kopf_stop, self.settings.api_timeout),
+            run_kopf(registry, namespaces, self._kopf_stop, self.settings.api_timeout, self.stop),
             name=f"kopf-{self.identity}",
         )
         readiness_task = asyncio.create_task(

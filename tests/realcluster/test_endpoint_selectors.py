@@ -467,3 +467,19 @@ async def test_parity_with_a_service_of_the_same_selector_and_ports(
             return True
 
         await eventually(same, timeout=60)
+
+
+async def test_sigterm_stops_the_operator_while_endpoint_selectors_are_served(
+    selector_operator: OperatorProcess,
+) -> None:
+    """The EndpointSelectors' Kopf instance takes SIGTERM for itself when it starts; the
+    operator must still stop on it, gracefully, rather than wait to be killed (found in CI:
+    every realcluster test after the CRD was installed waited out the 20 s kill deadline)."""
+
+    async def serving() -> bool:
+        assert "serving EndpointSelectors" in selector_operator.log()
+        return True
+
+    await eventually(serving, timeout=60)
+    assert await selector_operator.stop() == 0, selector_operator.log()[-2000:]
+    assert "stopped" in selector_operator.log().splitlines()[-1]

@@ -134,8 +134,11 @@ async def serve_endpoint_selectors(
     all_keys: Callable[[], list[str]],
     *,
     namespaces: Sequence[str] = (),
+    on_signal: Callable[[], None] | None = None,
 ) -> None:
-    """Discover, list, then run Kopf for EndpointSelectors until cancelled."""
+    """Discover, list, then run Kopf for EndpointSelectors until cancelled. ``on_signal``:
+    where SIGINT and SIGTERM go once this second Kopf instance has started (see
+    :func:`~endpointslice_operator.controller.kopf_wiring.run_kopf`)."""
     delays = retry_delays()
     told = ""
     scopes: list[str | None] = list(namespaces) or [None]
@@ -174,7 +177,9 @@ async def serve_endpoint_selectors(
 
     register_endpoint_selector_handler(registry, index, router)
     stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    task = asyncio.create_task(run_kopf(registry, list(namespaces), stop), name="kopf-selectors")
+    task = asyncio.create_task(
+        run_kopf(registry, list(namespaces), stop, on_signal=on_signal), name="kopf-selectors"
+    )
     try:
         await asyncio.shield(task)
     finally:
