@@ -30,14 +30,16 @@ def test_make_venv_says_what_it_is_doing(tmp_path: Path) -> None:
 def _closing_block(**variables: str) -> str:
     """The last shell command of ``make test``'s recipe (as make would run it)."""
     result = subprocess.run(
-        ["make", "-n", "test", *(f"{k}={v}" for k, v in variables.items())],
+        # --no-print-directory: under a make of its own (make test runs this test), make -n
+        # would also print "make[1]: Leaving directory ..." lines.
+        ["make", "--no-print-directory", "-n", "test", *(f"{k}={v}" for k, v in variables.items())],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
     )
-    lines = result.stdout.splitlines()
+    lines = [line for line in result.stdout.splitlines() if not line.startswith("make")]
     start = max(i for i, line in enumerate(lines) if line.startswith("if [ -z "))
     return "\n".join(lines[start:])
 
