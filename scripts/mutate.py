@@ -65,7 +65,11 @@ MODULES: dict[str, tuple[str, ...]] = {
     "endpointslice_operator/reconciler/trafficdist.py": ("tests/reconciler",),
     "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler",),
     "endpointslice_operator/reconciler/endpoints.py": ("tests/reconciler",),
-    # Add the MCS and EndpointSelector modules here once they exist, with their tests.
+    "endpointslice_operator/reconciler/mcs.py": (
+        "tests/reconciler/test_mcs_edges.py",
+        "tests/reconciler/test_mcs.py",
+        "tests/reconciler/test_mcs_slices.py",
+    ),
 }
 """The modules under mutation testing and the tests that must notice a change in each."""
 
@@ -142,6 +146,13 @@ EQUIVALENT: dict[str, str] = {
     "if remaining and updates:": (
         "with nothing remaining the updates take empty runs; with no updates there is no loop"
     ),
+    # reconciler/mcs.py
+    "endpointslice_operator/reconciler/mcs.py:plan_import_slices:False->True:"
+    'import_config = config.model_copy(update={"placeholder": False, "topology_hints": False})'
+    " #2": (
+        "the Reconciler is built without a TopologyCache, so its topology is None whatever "
+        "topology_hints says (the setting is read nowhere else in reconciler/)"
+    ),
 }
 """``module:function:operator:source line`` -> why the mutant cannot change behaviour."""
 
@@ -155,11 +166,16 @@ class Mutant:
     operator: str
     text: str
     """The source line, stripped."""
+    occurrence: int = 1
+    """1 for the first site of this operator on this text in this function, 2 for the next..."""
 
     @property
     def key(self) -> str:
-        """Stable while that line of that function stays as it is."""
-        return f"{self.module}:{self.function}:{self.operator}:{self.text}"
+        """Stable while that line of that function stays as it is. A later site with the same
+        operator and text in the function (two ``False`` in one call, a second ``continue``)
+        gets `` #2``, `` #3``..., so that an :data:`EQUIVALENT` entry names one mutant."""
+        key = f"{self.module}:{self.function}:{self.operator}:{self.text}"
+        return key if self.occurrence == 1 else f"{key} #{self.occurrence}"
 
 
 _COMPARE_SWAPS: dict[type[ast.cmpop], type[ast.cmpop]] = {
@@ -282,10 +298,13 @@ def mutants(module: str) -> list[Mutant]:
     lines = source.splitlines()
     sites = _Sites()
     sites.visit(ast.parse(source))
-    return [
-        Mutant(module, index, line, function, operator, lines[line - 1].strip())
-        for index, (line, function, operator) in enumerate(sites.found)
-    ]
+    seen: dict[tuple[str, str, str], int] = {}
+    found: list[Mutant] = []
+    for index, (line, function, operator) in enumerate(sites.found):
+        text = lines[line - 1].strip()
+        occurrence = seen[function, operator, text] = seen.get((function, operator, text), 0) + 1
+        found.append(Mutant(module, index, line, function, operator, text, occurrence))
+    return found
 
 
 def mutated_source(mutant: Mutant) -> str:

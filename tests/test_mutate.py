@@ -54,3 +54,24 @@ def test_docstrings_annotations_asserts_and_log_calls_are_not_mutated() -> None:
 def test_every_equivalent_mutant_is_one_the_tool_makes() -> None:
     keys = {m.key for module in mutate.MODULES for m in mutate.mutants(module)}
     assert set(mutate.EQUIVALENT) <= keys
+
+
+def test_each_mutant_has_its_own_key(tmp_path: Path) -> None:
+    # Two sites with the same operator and line text in one function (two ``False`` in one
+    # call, a second ``continue``): an EQUIVALENT entry must name only one of them.
+    for module in mutate.MODULES:
+        keys = [m.key for m in mutate.mutants(module)]
+        assert len(keys) == len(set(keys)), module
+    path = tmp_path / "m.py"
+    path.write_text(
+        "def f(a, b):\n"
+        "    for x in a:\n"
+        "        if x:\n"
+        "            continue\n"
+        "        if b:\n"
+        "            continue\n",
+        encoding="utf-8",
+    )
+    found = mutate.mutants(str(path))  # an absolute path: ROOT / path is path
+    keys = [m.key for m in found if m.operator == "Continue->Break"]
+    assert keys[0].endswith(":continue") and keys[1].endswith(":continue #2")
