@@ -70,6 +70,10 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_mcs.py",
         "tests/reconciler/test_mcs_slices.py",
     ),
+    "endpointslice_operator/reconciler/endpoint_selector.py": (
+        "tests/reconciler/test_endpoint_selector_owner.py",
+        "tests/reconciler/test_endpoint_selector.py",
+    ),
 }
 """The modules under mutation testing and the tests that must notice a change in each."""
 
