@@ -63,7 +63,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "endpointslice_operator/reconciler/slices.py": ("tests/reconciler",),
     "endpointslice_operator/reconciler/topology.py": ("tests/reconciler",),
     "endpointslice_operator/reconciler/trafficdist.py": ("tests/reconciler",),
-    "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler",),
+    "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler/test_mirroring.py",),
     "endpointslice_operator/reconciler/endpoints.py": ("tests/reconciler",),
     "endpointslice_operator/reconciler/mcs.py": (
         "tests/reconciler/test_mcs_edges.py",
@@ -156,6 +156,32 @@ EQUIVALENT: dict[str, str] = {
     " #2": (
         "the Reconciler is built without a TopologyCache, so its topology is None whatever "
         "topology_hints says (the setting is read nowhere else in reconciler/)"
+    ),
+    # reconciler/mirroring.py
+    "endpointslice_operator/reconciler/mirroring.py:_ports:Continue->Break:continue": (
+        "_ports only reads subsets made by repack_subsets, whose ports are all mappings"
+    ),
+    "endpointslice_operator/reconciler/mirroring.py:_ports:And->Or:"
+    "number if isinstance(number, int) and not isinstance(number, bool) else 0,": (
+        "repack_subsets keeps only ports with a positive int number: both forms take it"
+    ),
+    "endpointslice_operator/reconciler/mirroring.py:_ports:0->1:"
+    "number if isinstance(number, int) and not isinstance(number, bool) else 0,": (
+        "repack_subsets keeps only ports with a positive int number: the else is unreachable"
+    ),
+    "endpointslice_operator/reconciler/mirroring.py:desired_from_endpoints:Break->Continue:break": (
+        "once the cap is reached `added` no longer changes in the subset, so every later "
+        "address takes the same branch and adds nothing (only the cost differs)"
+    ),
+    "endpointslice_operator/reconciler/mirroring.py:plan_mirroring:False->True:"
+    '"topology_hints": False,': (
+        "the Reconciler is built without a TopologyCache, so its topology is None whatever "
+        "topology_hints says"
+    ),
+    "endpointslice_operator/reconciler/mirroring.py:plan_mirroring:0->1:"
+    "plan.events[:0] = mirrored.events": (
+        "the planner records events only through a TopologyCache, which this Reconciler has "
+        "not: plan.events is empty here and [:1] of it is [:0]"
     ),
 }
 """``module:function:operator:source line`` -> why the mutant cannot change behaviour."""
