@@ -64,7 +64,11 @@ MODULES: dict[str, tuple[str, ...]] = {
     "endpointslice_operator/reconciler/topology.py": ("tests/reconciler",),
     "endpointslice_operator/reconciler/trafficdist.py": ("tests/reconciler",),
     "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler/test_mirroring.py",),
-    "endpointslice_operator/reconciler/endpoints.py": ("tests/reconciler",),
+    "endpointslice_operator/reconciler/endpoints.py": (
+        "tests/reconciler/test_endpoint_form.py",
+        "tests/reconciler/test_endpoints.py",
+        "tests/reconciler/test_util.py",
+    ),
     "endpointslice_operator/reconciler/mcs.py": (
         "tests/reconciler/test_mcs_edges.py",
         "tests/reconciler/test_mcs.py",
@@ -76,6 +80,19 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
 }
 """The modules under mutation testing and the tests that must notice a change in each."""
+
+_FAST_PATH = (
+    "existing_entry's fast path returns what the parser returns for every endpoint it takes "
+    "(tests/reconciler/test_endpoint_form.py holds that on every shape): "
+)
+_OTHER_SIZE = (
+    "a conditions mapping of another size lacks a condition (KeyError: the parser) or holds "
+    "the three, read alike by both"
+)
+_NEVER_FAST = (
+    "`None is None and type(None) is str` and `x is None and ...` are both false, so every "
+    "endpoint goes through the parser (only the cost differs)"
+)
 
 EQUIVALENT: dict[str, str] = {
     "endpointslice_operator/reconciler/planner.py:_slice_to_fill:Break->Continue:break": (
@@ -183,6 +200,23 @@ EQUIVALENT: dict[str, str] = {
         "the planner records events only through a TopologyCache, which this Reconciler has "
         "not: plan.events is empty here and [:1] of it is [:0]"
     ),
+    # reconciler/endpoints.py
+    "endpointslice_operator/reconciler/endpoints.py:to_dict:True->False:"
+    "for field, value in zip(_CONDITIONS, (ready, serving, terminating), strict=True)": (
+        "two tuples of three: strict or not, zip gives the same pairs"
+    ),
+    "endpointslice_operator/reconciler/endpoints.py:to_dict:True->False:"
+    "field: value for field, value in zip(_REF_FIELDS, values, strict=True) if value": (
+        "two tuples of six: strict or not, zip gives the same pairs"
+    ),
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:3->4:"
+    "and len(conditions) == 3": _FAST_PATH + _OTHER_SIZE,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Eq->NotEq:"
+    "and len(conditions) == 3": _FAST_PATH + _OTHER_SIZE,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Or->And:"
+    "and (node_name is None or type(node_name) is str)": _FAST_PATH + _NEVER_FAST,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Or->And:"
+    "and (zone is None or type(zone) is str)": _FAST_PATH + _NEVER_FAST,
 }
 """``module:function:operator:source line`` -> why the mutant cannot change behaviour."""
 
