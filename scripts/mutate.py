@@ -39,7 +39,10 @@ PACKAGE = "endpointslice_operator"
 MODULES: dict[str, tuple[str, ...]] = {
     # module (relative to the repository) -> its tests, fastest first
     "endpointslice_operator/view/merge.py": ("tests/view/test_merge.py",),
-    "endpointslice_operator/view/model.py": ("tests/view/test_merge.py",),
+    "endpointslice_operator/view/model.py": (
+        "tests/view/test_model.py",
+        "tests/view/test_merge.py",
+    ),
     "endpointslice_operator/controller/queue.py": (
         "tests/controller/test_queue.py",
         "tests/controller/test_queue_invariants.py",
@@ -217,6 +220,20 @@ EQUIVALENT: dict[str, str] = {
     "and (node_name is None or type(node_name) is str)": _FAST_PATH + _NEVER_FAST,
     "endpointslice_operator/reconciler/endpoints.py:existing_entry:Or->And:"
     "and (zone is None or type(zone) is str)": _FAST_PATH + _NEVER_FAST,
+    # view/model.py
+    "endpointslice_operator/view/model.py:<module>:True->False:"
+    "@dataclass(frozen=True, slots=True) #2": (
+        "Change is frozen, which refuses every attribute assignment with or without slots; "
+        "slots=False only gives each instance a __dict__ (memory), which nothing reads"
+    ),
+    "endpointslice_operator/view/model.py:address_sort_key:10->11:return (10, 0, address)": (
+        "a sort key only (bisect, sorted, ==): 10 and 11 both sort after IPv4 (4) and IPv6 (6) "
+        "and every non-IP key changes alike, so the order and equalities are the same"
+    ),
+    "endpointslice_operator/view/model.py:address_sort_key:0->1:return (10, 0, address)": (
+        "a sort key only (bisect, sorted, ==): every non-IP key changes alike and IP keys "
+        "differ in the first element, so the order and equalities are the same"
+    ),
 }
 """``module:function:operator:source line`` -> why the mutant cannot change behaviour."""
 
