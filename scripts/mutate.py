@@ -39,6 +39,10 @@ PACKAGE = "endpointslice_operator"
 MODULES: dict[str, tuple[str, ...]] = {
     # module (relative to the repository) -> its tests, fastest first
     "endpointslice_operator/view/merge.py": ("tests/view/test_merge.py",),
+    "endpointslice_operator/reconciler/core_endpoints.py": (
+        "tests/reconciler/test_core_endpoints_edges.py",
+        "tests/reconciler/test_core_endpoints.py",
+    ),
     "endpointslice_operator/view/model.py": (
         "tests/view/test_model.py",
         "tests/view/test_merge.py",
@@ -233,6 +237,13 @@ EQUIVALENT: dict[str, str] = {
     "endpointslice_operator/view/model.py:address_sort_key:0->1:return (10, 0, address)": (
         "a sort key only (bisect, sorted, ==): every non-IP key changes alike and IP keys "
         "differ in the first element, so the order and equalities are the same"
+    ),
+    # reconciler/core_endpoints.py
+    "endpointslice_operator/reconciler/core_endpoints.py:truncate_subsets:Gt->GtE:"
+    "truncate_ready = total_ready > max_capacity": (
+        "at total_ready == max_capacity both branches keep every ready address (each share "
+        "rounds up to the subset's count, the room is exactly their sum) and drop every "
+        "not-ready one"
     ),
 }
 """``module:function:operator:source line`` -> why the mutant cannot change behaviour."""
