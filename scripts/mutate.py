@@ -43,6 +43,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_core_endpoints_edges.py",
         "tests/reconciler/test_core_endpoints.py",
     ),
+    "endpointslice_operator/reconciler/sources.py": ("tests/reconciler/test_sources.py",),
     "endpointslice_operator/view/model.py": (
         "tests/view/test_model.py",
         "tests/view/test_merge.py",
