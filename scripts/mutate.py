@@ -44,6 +44,10 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_core_endpoints.py",
     ),
     "endpointslice_operator/reconciler/sources.py": ("tests/reconciler/test_sources.py",),
+    "endpointslice_operator/reconciler/records.py": (
+        "tests/reconciler/test_records_edges.py",
+        "tests/reconciler/test_records.py",
+    ),
     "endpointslice_operator/view/model.py": (
         "tests/view/test_model.py",
         "tests/view/test_merge.py",
@@ -245,6 +249,41 @@ EQUIVALENT: dict[str, str] = {
         "at total_ready == max_capacity both branches keep every ready address (each share "
         "rounds up to the subset's count, the room is exactly their sum) and drop every "
         "not-ready one"
+    ),
+    # reconciler/records.py
+    "endpointslice_operator/reconciler/records.py:<module>:1->2:_INTERN_LIMIT = 1 << 16": (
+        "the size at which the port-table sharing cache is emptied: the tuple returned is "
+        "equal to the one given whatever the size (only memory differs)"
+    ),
+    "endpointslice_operator/reconciler/records.py:<module>:16->17:_INTERN_LIMIT = 1 << 16": (
+        "the size at which the port-table sharing cache is emptied: the tuple returned is "
+        "equal to the one given whatever the size (only memory differs)"
+    ),
+    "endpointslice_operator/reconciler/records.py:<module>:4096->4097:_TIMES_LIMIT = 4096": (
+        "the size at which the transition-time sharing cache is emptied: the string returned "
+        "is equal to the one given whatever the size (only memory differs)"
+    ),
+    "endpointslice_operator/reconciler/records.py:_shared:GtE->Gt:if len(table) >= limit:": (
+        "empties the sharing cache one entry later: the value returned is equal either way"
+    ),
+    "endpointslice_operator/reconciler/records.py:_intern_labels:NotEq->Eq:"
+    "if as_given is not None and as_given != items and len(as_given) == len(items):": (
+        "only decides whether the label map is also filed under the items as given; a later "
+        "lookup by those items finds the map built from them, as rebuilding it would"
+    ),
+    "endpointslice_operator/reconciler/records.py:_intern_labels:Eq->NotEq:"
+    "if as_given is not None and as_given != items and len(as_given) == len(items):": (
+        "only decides whether the label map is also filed under the items as given; a later "
+        "lookup by those items finds the map built from them, as rebuilding it would"
+    ),
+    "endpointslice_operator/reconciler/records.py:_intern_labels:And->Or:"
+    "if as_given is not None and as_given != items and len(as_given) == len(items):": (
+        "only decides whether the label map is also filed under the items as given (or under "
+        "None, never looked up); a later lookup finds the map built from them"
+    ),
+    "endpointslice_operator/reconciler/records.py:_reusable_ips:True->False:"
+    "for entry, ip in zip(pod_ips, known, strict=True):": (
+        "the lengths were checked equal just before: strict or not, zip gives the same pairs"
     ),
 }
 """``module:function:operator:source line`` -> why the mutant cannot change behaviour."""
