@@ -48,6 +48,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_records_edges.py",
         "tests/reconciler/test_records.py",
     ),
+    "endpointslice_operator/reconciler/tracker.py": ("tests/reconciler/test_tracker.py",),
     "endpointslice_operator/view/model.py": (
         "tests/view/test_model.py",
         "tests/view/test_merge.py",

@@ -225,3 +225,27 @@ def test_stale_informer_cache_error() -> None:
     assert (
         str(error) == STALE_INFORMER_CACHE_MESSAGE == "EndpointSlice informer cache is out of date"
     )
+
+
+SELECTOR_LABEL = "endpointslice-operator.io/endpoint-selector-name"
+
+
+def test_slices_of_other_owners_are_filed_under_their_prefixed_name() -> None:
+    tracker = EndpointSliceTracker([("EndpointSelector", SELECTOR_LABEL, "selector:")])
+    owned = {
+        "metadata": {
+            "namespace": "ns",
+            "uid": "s-1",
+            "generation": 2,
+            "labels": {SELECTOR_LABEL: "sel", "kubernetes.io/service-name": "web"},
+        }
+    }
+    tracker.update(owned)
+    assert dict(tracker.generations("ns", "selector:sel") or {}) == {"s-1": 2}
+    assert tracker.generations("ns", "web") is None
+    selector = {"kind": "EndpointSelector", "metadata": {"namespace": "ns", "name": "sel"}}
+    # The slice written is missing from the list: stale, for the selector only.
+    assert tracker.stale_slices(selector, []) is True
+    assert tracker.stale_slices(selector, [owned]) is False
+    service = {"kind": "Service", "metadata": {"namespace": "ns", "name": "sel"}}
+    assert tracker.stale_slices(service, []) is False
