@@ -89,9 +89,9 @@ async def _export(kube: Kube, name: str) -> None:
 
 
 async def _settled(op: OperatorProcess, keys: int) -> bool:
-    adds = await op.metric(r'workqueue_adds_total\{name="mcs_import"\}')
-    depth = await op.metric(r'workqueue_depth\{name="mcs_import"\}')
-    busy = await op.metric(r'workqueue_unfinished_work_seconds\{name="mcs_import"\}')
+    adds = await op.metric(r'workqueue_adds_total\{name="endpoint_slice"\}')
+    depth = await op.metric(r'workqueue_depth\{name="endpoint_slice"\}')
+    busy = await op.metric(r'workqueue_unfinished_work_seconds\{name="endpoint_slice"\}')
     assert adds >= keys and depth == 0 and busy == 0, (adds, depth, busy)
     return True
 

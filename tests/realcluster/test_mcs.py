@@ -258,10 +258,10 @@ def by_source(items: list[Any]) -> dict[str, set[str]]:
 
 
 async def settled(op: Any) -> bool:
-    """The operator's import queue has run and is idle."""
-    adds = await op.metric(r'workqueue_adds_total\{name="mcs_import"\}')
-    depth = await op.metric(r'workqueue_depth\{name="mcs_import"\}')
-    unfinished = await op.metric(r'workqueue_unfinished_work_seconds\{name="mcs_import"\}')
+    """The operator's work queue (import keys included) has run and is idle."""
+    adds = await op.metric(r'workqueue_adds_total\{name="endpoint_slice"\}')
+    depth = await op.metric(r'workqueue_depth\{name="endpoint_slice"\}')
+    unfinished = await op.metric(r'workqueue_unfinished_work_seconds\{name="endpoint_slice"\}')
     assert adds >= 1 and depth == 0 and unfinished == 0, (adds, depth, unfinished)
     return True
 
