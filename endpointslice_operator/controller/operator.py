@@ -171,6 +171,8 @@ class Operator:
         self.multicluster: MulticlusterController | None = None
         """The multi-cluster controller of the current term (``--multicluster``)."""
         self.api_client: ApiClient | None = None
+        self._configuration: Configuration | None = None
+        """The client configuration of the run (Kopf's credentials come from it)."""
         self.health: HealthServer | None = None
         self._stop = asyncio.Event()
         self._round_over = asyncio.Event()
@@ -239,6 +241,7 @@ class Operator:
     async def run(self) -> None:
         configuration = await load_client_configuration(self.settings)
         resolve_env_proxy(configuration)
+        self._configuration = configuration
         async with OperatorApiClient(
             configuration, api_timeout=self.settings.api_timeout
         ) as api_client:
@@ -846,6 +849,8 @@ class Operator:
         self.multicluster = MulticlusterController(
             self.api_client,
             requeue=router.requeue,
+            configuration=self._configuration,
+            on_signal=self.stop,
             peers=self.settings.mcs_peers,
             config=self.config,
             lease_namespace=self.settings.resolved_lease_namespace(),

@@ -46,8 +46,9 @@ async def watch_cluster(
     namespaces: Sequence[str] = (),
     server_timeout: float = 300.0,
     client_timeout: float = 360.0,
+    skip: Sequence[str] = (),
 ) -> None:
-    """List and watch every kind the cache holds, until cancelled."""
+    """List and watch every kind the cache holds but ``skip``, until cancelled."""
     watchers = [
         ListWatcher(
             api_client,
@@ -61,6 +62,7 @@ async def watch_cluster(
             on_listed=cache.listed_callback(kind),
         )
         for kind in cache.kinds
+        if kind not in skip
     ]
     await asyncio.gather(*(w.run() for w in watchers))
 

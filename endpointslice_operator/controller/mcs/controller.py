@@ -20,13 +20,17 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client import ApiClient, Configuration
 
 from endpointslice_operator.controller.budget import WriteBudget
 from endpointslice_operator.controller.events import EventRecorder
 from endpointslice_operator.controller.mcs.cache import ClusterCache, Key, LocalCache
 from endpointslice_operator.controller.mcs.clusters import LeaseBook, Peer, watch_cluster
 from endpointslice_operator.controller.mcs.imports import ImportSyncer
+from endpointslice_operator.controller.mcs.kopf_handlers import (
+    KOPF_KINDS,
+    serve_exports_and_imports,
+)
 from endpointslice_operator.controller.owners import SERVICE_IMPORT
 from endpointslice_operator.controller.writer import SliceWriter
 from endpointslice_operator.metrics import MulticlusterMetrics
@@ -57,8 +61,14 @@ class MulticlusterController:
         budget: WriteBudget | None = None,
         tracker: EndpointSliceTracker | None = None,
         recorder: EventRecorder | None = None,
+        configuration: Configuration | None = None,
+        on_signal: Callable[[], None] | None = None,
     ) -> None:
         self.api_client = api_client
+        self.configuration = configuration
+        """With it, this cluster's ServiceExports and ServiceImports are handled through Kopf
+        (:mod:`.kopf_handlers`); without it (an embedding without Kopf) list-watched."""
+        self.on_signal = on_signal
         self.requeue = requeue
         """Queues owner keys into the operator's work queue (``EventRouter.requeue``)."""
         self.local = LocalCache(self._changed, config.controller_name)
@@ -120,9 +130,12 @@ class MulticlusterController:
 
     async def run(self) -> None:
         """Watch and probe, queueing import keys, until cancelled."""
+        kopf_kinds = KOPF_KINDS if self.configuration is not None else ()
         tasks = [
             asyncio.create_task(
-                watch_cluster(self.api_client, self.local, namespaces=self.namespaces),
+                watch_cluster(
+                    self.api_client, self.local, namespaces=self.namespaces, skip=kopf_kinds
+                ),
                 name="mcs-local-watch",
             ),
             *(
@@ -134,6 +147,19 @@ class MulticlusterController:
             ),
             asyncio.create_task(self._standing(), name="mcs-peer-standing"),
         ]
+        if self.configuration is not None:
+            tasks.append(
+                asyncio.create_task(
+                    serve_exports_and_imports(
+                        self.api_client,
+                        self.configuration,
+                        self.local,
+                        namespaces=self.namespaces,
+                        on_signal=self.on_signal,
+                    ),
+                    name="mcs-local-kopf",
+                )
+            )
         try:
             while not self.local.complete:
                 await asyncio.sleep(0.1)
