@@ -5,6 +5,8 @@ ServiceImport, its derived Service, and the imported slices that follow the sour
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -182,6 +184,14 @@ async def test_export_in_east_is_imported_in_both_clusters_and_follows_readiness
 
             for client in (west, kube):
                 await eventually(lambda c=client: scaled(c), timeout=90)
+            # The endpoint view of the import in west: every endpoint, its source cluster.
+            view = await endpoints_command(
+                west, "--service-import", "web", "-n", ns, "--policy", "all", "-o", "json"
+            )
+            assert {(r["key"]["service"], r["endpoint"]["cluster"]) for r in view} == {
+                ("web", "east")
+            }
+            assert {r["key"]["address"] for r in view} == wanted
             # Pods deleted in east leave the imports.
             for i in range(5):
                 await kube.delete(
@@ -216,6 +226,25 @@ async def test_export_in_east_is_imported_in_both_clusters_and_follows_readiness
 
 
 # -- helpers for the scenarios below ------------------------------------------------------------
+
+
+async def endpoints_command(client: Kube, *args: str) -> list[Any]:
+    """``endpointslice-operator endpoints --kubeconfig <client's> *args``: its JSON lines."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "endpointslice_operator",
+        "endpoints",
+        "--kubeconfig",
+        str(client.kubeconfig),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    async with asyncio.timeout(DEADLINE):
+        out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    return [json.loads(line) for line in out.decode().splitlines() if line.strip()]
 
 
 async def prepare(kube: Kube, west: Kube, ns: str, *, west_namespace: bool = True) -> None:
