@@ -3,8 +3,10 @@ endpoint with its source cluster; the Service path's view is unchanged (pure).""
 
 from __future__ import annotations
 
+from endpointslice_operator.testing import run_emulator
 from endpointslice_operator.view import Change, Endpoint, EndpointKey, EndpointView, ServiceFilter
 from tests.view.objects import JSON, NS, OURS, endpoint, endpoint_slice, service
+from tests.view.test_endpoints_cli import run_cli
 
 MCS_NAME = "multicluster.kubernetes.io/service-name"
 SOURCE = "multicluster.kubernetes.io/source-cluster"
@@ -73,3 +75,33 @@ def test_the_service_view_shows_the_cluster_of_a_derived_services_slices_only() 
     changes = view.apply_slice(imported("web-east-1", "east", ["10.1.0.1"]))
     assert {c.key.service for c in changes if isinstance(c.key, EndpointKey)} == {"derived-x"}
     assert clusters(changes) == {"10.1.0.1": "east"}
+
+
+def test_the_models_mcs_labels_are_the_reconcilers() -> None:
+    from endpointslice_operator.reconciler import mcs
+    from endpointslice_operator.view import model
+
+    assert (
+        (model.LABEL_MCS_SERVICE_NAME, model.LABEL_SOURCE_CLUSTER)
+        == (
+            mcs.LABEL_MCS_SERVICE_NAME,
+            mcs.LABEL_SOURCE_CLUSTER,
+        )
+        == (MCS_NAME, SOURCE)
+    )
+
+
+async def test_the_command_refuses_mixing_and_says_when_imports_are_not_served() -> None:
+    code, out, err = await run_cli("--service-import", "web", "--service", "web")
+    assert (code, out) == (2, "")
+    assert err == (
+        "endpointslice-operator endpoints: --service-import cannot be combined with "
+        "--service/--selector/--endpoint-selector\n"
+    )
+    async with run_emulator() as emu:  # it serves no ServiceImports
+        code, out, err = await run_cli(
+            "--kubeconfig", str(emu.kubeconfig_path), "--service-import", "web"
+        )
+    assert (code, out) == (1, "")
+    assert err.startswith("endpointslice-operator endpoints: the API server refused to list ")
+    assert "serviceimports" in err and err.count("\n") == 1
