@@ -169,10 +169,8 @@ class Operator:
         """The queue's handler: Service keys to ``syncer``, other owner kinds to theirs."""
         self.queue: ServiceQueue | None = None
         self.multicluster: MulticlusterController | None = None
-        """The multi-cluster controller of the current term (``--multicluster``)."""
+        """The multi-cluster controller of the current round (``--multicluster``)."""
         self.api_client: ApiClient | None = None
-        self._configuration: Configuration | None = None
-        """The client configuration of the run (Kopf's credentials come from it)."""
         self.health: HealthServer | None = None
         self._stop = asyncio.Event()
         self._round_over = asyncio.Event()
@@ -241,7 +239,6 @@ class Operator:
     async def run(self) -> None:
         configuration = await load_client_configuration(self.settings)
         resolve_env_proxy(configuration)
-        self._configuration = configuration
         async with OperatorApiClient(
             configuration, api_timeout=self.settings.api_timeout
         ) as api_client:
@@ -376,6 +373,7 @@ class Operator:
                     on_signal=self.stop,
                 )
             )
+        self._start_multicluster(api_client, configuration, router)
         await self._run_tasks(configuration, api_client, router, syncer)
 
     async def _run_tasks(
@@ -796,7 +794,7 @@ class Operator:
         self.queue = queue
         syncer.start_term()
         owners = self.owners if self.owners is not None else OwnerSyncs(syncer.sync)
-        multicluster = self._multicluster(router, syncer, owners)
+        multicluster = self._multicluster(syncer)
         owners.start_term()
         router.tracker = syncer.tracker
         router.queue = queue
@@ -834,22 +832,23 @@ class Operator:
                 await asyncio.gather(
                     runner, waiter, releaser, sweeper, *multicluster, return_exceptions=True
                 )
-                self.multicluster = None
-                owners.others.pop(SERVICE_IMPORT.kind, None)
             log.info("workers stopped")
 
-    def _multicluster(
-        self, router: EventRouter, syncer: ServiceSyncer, owners: OwnerSyncs
-    ) -> set[asyncio.Task[None]]:
-        """With ``--multicluster``: the multi-cluster controller for this term (see
-        controller/mcs/), its ImportSyncer the syncer of ServiceImport keys in this term's
-        queue; or nothing."""
-        if not self.settings.multicluster or self.api_client is None:
-            return set()
+    def _start_multicluster(
+        self, api_client: ApiClient, configuration: Configuration, router: EventRouter
+    ) -> None:
+        """With ``--multicluster``: the multi-cluster controller of this round (see
+        controller/mcs/). Its watches run on every replica (a new leader starts with warm
+        caches); its ImportSyncer is the syncer of ServiceImport keys; :meth:`_work` runs its
+        leading part (peer probes and Leases, queueing) for each term."""
+        self.multicluster = None
+        syncer, owners = self.syncer, self.owners
+        if not self.settings.multicluster or syncer is None or owners is None:
+            return
         self.multicluster = MulticlusterController(
-            self.api_client,
+            api_client,
             requeue=router.requeue,
-            configuration=self._configuration,
+            configuration=configuration,
             on_signal=self.stop,
             peers=self.settings.mcs_peers,
             config=self.config,
@@ -863,7 +862,7 @@ class Operator:
             budget=syncer.budget,
             tracker=syncer.tracker,
             recorder=EventRecorder(
-                self.api_client,
+                api_client,
                 component=MULTICLUSTER_EVENT_COMPONENT,
                 instance=self.identity,
                 budget=syncer.budget,
@@ -871,7 +870,14 @@ class Operator:
             ),
         )
         owners.others[SERVICE_IMPORT.kind] = self.multicluster.syncer
-        return {asyncio.create_task(self.multicluster.run(), name="multicluster")}
+        self._spawn(self.multicluster.watch())
+
+    def _multicluster(self, syncer: ServiceSyncer) -> set[asyncio.Task[None]]:
+        """The multi-cluster controller's leading part for this term (or nothing)."""
+        if self.multicluster is None:
+            return set()
+        self.multicluster.syncer.tracker = syncer.tracker  # this term's (see start_term)
+        return {asyncio.create_task(self.multicluster.lead(), name="multicluster")}
 
     # -- health -----------------------------------------------------------------------------
 

@@ -129,7 +129,17 @@ class MulticlusterController:
     # -- running ------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Watch and probe, queueing import keys, until cancelled."""
+        """:meth:`watch` and :meth:`lead` together, until cancelled."""
+        watching = asyncio.create_task(self.watch(), name="mcs-watch")
+        try:
+            await self.lead()
+        finally:
+            watching.cancel()
+            await asyncio.gather(watching, return_exceptions=True)
+
+    async def watch(self) -> None:
+        """This cluster's and the peers' watches, until cancelled. Every replica runs them
+        (standbys too), so that a new leader starts with warm caches."""
         kopf_kinds = KOPF_KINDS if self.configuration is not None else ()
         tasks = [
             asyncio.create_task(
@@ -139,13 +149,9 @@ class MulticlusterController:
                 name="mcs-local-watch",
             ),
             *(
-                asyncio.create_task(
-                    peer.run(self.leases, probe_every=self.probe_every),
-                    name=f"mcs-peer-{peer.kubeconfig}",
-                )
+                asyncio.create_task(peer.watch(), name=f"mcs-peer-{peer.kubeconfig}")
                 for peer in self.peers
             ),
-            asyncio.create_task(self._standing(), name="mcs-peer-standing"),
         ]
         if self.configuration is not None:
             tasks.append(
@@ -161,6 +167,18 @@ class MulticlusterController:
                 )
             )
         try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def lead(self) -> None:
+        """While this replica leads, until cancelled: once this cluster's listings are in,
+        queue every import key, probe the peers (renewing their Leases: writes), and queue
+        every key again when a peer's standing changes."""
+        tasks: list[asyncio.Task[None]] = []
+        try:
             while not self.local.complete:
                 await asyncio.sleep(0.1)
             try:
@@ -175,6 +193,16 @@ class MulticlusterController:
             self._started = True
             self.syncer.ready = True
             self._queue_all()
+            tasks = [
+                *(
+                    asyncio.create_task(
+                        peer.probe(self.leases, probe_every=self.probe_every),
+                        name=f"mcs-probe-{peer.kubeconfig}",
+                    )
+                    for peer in self.peers
+                ),
+                asyncio.create_task(self._standing(), name="mcs-peer-standing"),
+            ]
             await asyncio.gather(*tasks)
         finally:
             self._started = False
