@@ -128,7 +128,7 @@ async def _run(mode: str, workdir: Path) -> list[Figure]:
                 str(west_plane.kubeconfig),
             )
             west_args = (*args, "--mcs-peer", str(east_plane.kubeconfig))
-            async with east_op:
+            async with east_op as e:
                 async with running(west_plane.kubeconfig, workdir / "west.log", *west_args) as w:
                     await eventually(lambda: _settled(w, services), timeout=600, interval=0.5)
 
@@ -139,6 +139,9 @@ async def _run(mode: str, workdir: Path) -> list[Figure]:
 
                     await eventually(imported, timeout=600, interval=0.5)
                     await eventually(lambda: _settled(w, services), timeout=600, interval=0.5)
+                    # East imports its own exports too, through the same write budget as its
+                    # slices: the flips start once that is done, not behind it.
+                    await eventually(lambda: _settled(e, services), timeout=600, interval=0.5)
                     cold_writes = await w.metric(WRITES)
                     latency = await _flips(east, west, flips)
                 # Restart west's operator with nothing changed.
