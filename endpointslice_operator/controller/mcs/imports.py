@@ -34,7 +34,6 @@ from typing import Any
 from kubernetes_asyncio.client import ApiClient
 
 from endpointslice_operator.controller.budget import WriteBudget
-from endpointslice_operator.controller.direct_requests import DirectRequests, path_segment
 from endpointslice_operator.controller.events import NORMAL, WARNING, EventRecorder
 from endpointslice_operator.controller.mcs.cache import ClusterCache, Key, LocalCache
 from endpointslice_operator.controller.mcs.clusters import API_TIMEOUT, LeaseBook, Peer
@@ -43,7 +42,6 @@ from endpointslice_operator.controller.writer import (
     ApiError,
     ObjectWriter,
     SliceWriter,
-    raise_for_status,
 )
 from endpointslice_operator.metrics import MulticlusterMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
@@ -133,10 +131,10 @@ class ImportSyncer:
         self.leases = leases
         self.config = config
         self.managed_by = config.controller_name
-        self._requests = DirectRequests(api_client)
         fence = writer.fence if writer is not None else None
         self._imports = ObjectWriter(api_client, IMPORTS, ("uid",), fence=fence)
         self._services = ObjectWriter(api_client, SERVICES, ("uid",), fence=fence)
+        self._exports = ObjectWriter(api_client, EXPORTS, ("uid",), fence=fence)
         self._slices = writer if writer is not None else SliceWriter(api_client)
         self.budget = budget
         self.tracker = tracker
@@ -288,8 +286,7 @@ class ImportSyncer:
         if (current.get("status") or {}).get("clusters") != status["clusters"]:
             body = dict(current)
             body["status"] = {**(current.get("status") or {}), **status}
-            path = f"{IMPORTS.format(namespace=path_segment(key[0]))}/{path_segment(key[1])}/status"
-            current = await self._put(path, body, "serviceimports/status")
+            current = await self._put_status(self._imports, body, "serviceimports/status")
             self.local.put_import(current)
         return current
 
@@ -303,11 +300,14 @@ class ImportSyncer:
         self.local.put_import(written)
         return written
 
-    async def _put(self, path: str, body: Mapping[str, Any], what: str) -> dict[str, Any]:
+    async def _put_status(
+        self, writer: ObjectWriter, body: Mapping[str, Any], what: str
+    ) -> dict[str, Any]:
+        """PUT of a ``status`` subresource (a budget token, the write fence)."""
         await self._spend()
         try:
             async with asyncio.timeout(API_TIMEOUT):
-                written = await raise_for_status(await self._requests.request("PUT", path, body))
+                written = await writer.replace_status(body)
         except ApiError as exc:
             raise MulticlusterSyncError(f"writing {what}: {exc}") from exc
         self.counts.add(what)
@@ -452,8 +452,7 @@ class ImportSyncer:
             return
         body = dict(export)
         body["status"] = {**(export.get("status") or {}), "conditions": merged}
-        path = f"{EXPORTS.format(namespace=path_segment(key[0]))}/{path_segment(key[1])}/status"
-        written = await self._put(path, body, "serviceexports/status")
+        written = await self._put_status(self._exports, body, "serviceexports/status")
         self.local.exports[key] = written
         await self._announce(written, current, merged)
 
