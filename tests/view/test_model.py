@@ -118,3 +118,18 @@ def test_slice_endpoints_without_addresses_are_skipped_and_junk_fields_read_as_a
     assert [e.address for e in endpoints] == ["10.0.0.2"]
     (only,) = endpoints
     assert (only.node, only.zone, only.hints) == (None, None, ("zone-b",))
+
+
+def test_an_imported_slice_gives_its_endpoints_their_source_cluster() -> None:
+    def cluster_of(label: Any) -> Any:
+        body = endpoint_slice("web-1", "web", [endpoint("10.0.0.1")])
+        if label is not None:
+            body["metadata"]["labels"]["multicluster.kubernetes.io/source-cluster"] = label
+        parsed = parse_slice(body)
+        assert parsed is not None
+        ((_, _, (only,)),) = parsed.ports
+        return only.cluster, only.to_json().get("cluster", "absent")
+
+    assert cluster_of("east") == ("east", "east")
+    for no_cluster in (None, "", 5):
+        assert cluster_of(no_cluster) == (None, "absent")
