@@ -67,9 +67,10 @@ async def test_kube_proxy_routes_the_derived_cluster_ip_to_the_other_clusters_po
         await Kube.load(dc.plane.kubeconfig) as two,
     ):
         try:
+            ids = []
             for client, name in ((one, "c1"), (two, "c2")):
                 await install_crds(client)
-                await cluster_id(client, name)
+                ids.append(await cluster_id(client, name))
                 await namespace(client, ns)
             await o.node(one, "node-a", "zone-a")
             # c1's pods: network namespaces answering with their name, and their Pods in c1.
@@ -93,12 +94,17 @@ async def test_kube_proxy_routes_the_derived_cluster_ip_to_the_other_clusters_po
 
                     async def served_by(*wanted: str) -> bool:
                         items = await imported_slices(two, ns, "web")
-                        assert ready_by_source(items) == {"c1": {ips[p] for p in wanted}}, items
+                        assert ready_by_source(items) == {ids[0]: {ips[p] for p in wanted}}, items
                         return True
 
                     await eventually(lambda: served_by(*pods), timeout=DEADLINE)
-                    body = await import_of(two, ns)
-                    (cluster_ip, *_) = body["spec"]["ips"]
+
+                    async def allocated() -> str:
+                        ips = (await import_of(two, ns))["spec"].get("ips")
+                        assert ips, "no spec.ips yet"
+                        return str(ips[0])
+
+                    cluster_ip = await eventually(allocated, timeout=DEADLINE)
                     service = await two.get(f"/api/v1/namespaces/{ns}/services/{derived}")
                     assert service["spec"]["clusterIP"] == cluster_ip
 
