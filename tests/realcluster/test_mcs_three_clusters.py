@@ -1,5 +1,5 @@
-"""Multi-Cluster Services on three real control planes: c1 (the session's) and c2 export the same
-Service, c3 only consumes it. Each cluster runs its own operator, which reads the two others
+"""Multi-Cluster Services on three real control planes: c1 (the session's, cluster id "east")
+and c2 ("north") export the same Service, c3 ("south") only consumes it. Each cluster runs its own operator, which reads the two others
 through kubeconfigs whose identity (a ServiceAccount token) is bound only to the chart's
 read-only peer ClusterRole, as the multi-cluster guide sets it up."""
 
@@ -45,6 +45,8 @@ pytestmark = pytest.mark.realcluster
 
 HTTP = {"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}
 GRPC = {"name": "grpc", "port": 9090, "targetPort": 9090, "protocol": "TCP"}
+#: The cluster ids asked for: the session's control plane is "east" in every MCS test module.
+NAMES = ("east", "north", "south")
 REFUSED = re.compile(r"\b403\b|Forbidden")
 
 
@@ -84,7 +86,7 @@ async def clusterset(
                 await Kube.load(plane.kubeconfig)
             )  # fmt: skip
             await install_crds(client)
-            member_id = await cluster_id(client, f"c{index + 1}")
+            member_id = await cluster_id(client, NAMES[index])
             await namespace(client, ns)
             await o.node(client, "node-a", "zone-a")
             members.append(Member(member_id, client, reader))
