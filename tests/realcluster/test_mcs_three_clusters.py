@@ -1,7 +1,8 @@
 """Multi-Cluster Services on three real control planes: c1 (the session's, cluster id "east")
-and c2 ("north") export the same Service, c3 ("south") only consumes it. Each cluster runs its own operator, which reads the two others
-through kubeconfigs whose identity (a ServiceAccount token) is bound only to the chart's
-read-only peer ClusterRole, as the multi-cluster guide sets it up."""
+and c2 ("north") export the same Service, c3 ("south") only consumes it. Each cluster runs its
+own operator, which reads the two others through kubeconfigs whose identity (a ServiceAccount
+token) is bound only to the chart's read-only peer ClusterRole, as the multi-cluster guide sets
+it up."""
 
 from __future__ import annotations
 
