@@ -110,7 +110,8 @@ Shared by the ClusterRole (cluster mode) and the per-namespace Roles (namespaced
 {{- if .Values.endpointSelectors.enabled }}
 - apiGroups: ["endpointslice-operator.io"]
   resources: ["endpointselectors"]
-  verbs: ["get", "list", "watch"]
+  # patch: Kopf's finalizer while an object's status timer runs
+  verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["endpointslice-operator.io"]
   resources: ["endpointselectors/status"]
   verbs: ["patch"]

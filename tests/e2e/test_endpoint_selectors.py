@@ -8,6 +8,10 @@ from typing import Any
 
 import pytest
 
+from endpointslice_operator.controller.owners.endpoint_selector_watch import (
+    FINALIZER,
+    STATUS_INTERVAL,
+)
 from endpointslice_operator.testing import run_emulator
 from tests.e2e.harness import (
     LABEL_MANAGED_BY,
@@ -34,6 +38,7 @@ from tests.e2e.selector_helpers import (
     selector_addresses,
     selector_body,
     selector_slices,
+    status_counts,
     update_selector,
 )
 
@@ -325,6 +330,56 @@ async def test_deleting_removes_the_slices_by_garbage_collector_or_by_the_operat
             assert writes(emu)["delete"] == deletes + 1
 
 
+@pytest.mark.looptime
+async def test_endpoint_counts_reach_the_status_at_most_once_per_interval_under_churn() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        install_crd(emu)
+        for i in range(3):
+            pod(emu, f"web-{i}", f"10.1.0.{i + 1}")
+        endpoint_selector(emu, "web", match_labels={"app": "web"})
+        async with running_operator(emu):
+            await eventually(lambda: status_counts(emu, "web") == (3, 3), timeout=30)
+            owner = emu.store.get("endpointselectors", NS, "web")
+            assert owner is not None
+            # Kopf's finalizer, held while the object's status timer runs.
+            assert owner["metadata"]["finalizers"] == [FINALIZER]
+            status_writes = emu.requests.count(
+                verb="patch", resource="endpointselectors", subresource="status"
+            )
+            slice_updates = writes(emu)["update"]
+            # A pod flapping 10 times a second for 20 s: every flip is a slice write...
+            for flip in range(200):
+                set_ready(emu, "web-0", flip % 2 == 1)
+                await asyncio.sleep(0.1)
+            set_ready(emu, "web-0", False)
+            await eventually(lambda: status_counts(emu, "web") == (2, 3), timeout=30)
+            assert writes(emu)["update"] - slice_updates > 50
+            # ... but the status is written at most once per interval (20 s / 5 s, the end
+            # state, and one interval of slack for where the flips fall in the timer's phase).
+            written = (
+                emu.requests.count(verb="patch", resource="endpointselectors", subresource="status")
+                - status_writes
+            )
+            assert 1 <= written <= 20 / STATUS_INTERVAL + 2
+            # Counts that come back to what the status shows cost nothing.
+            status_writes += written
+            set_ready(emu, "web-1", False)
+            await asyncio.sleep(0.5)
+            set_ready(emu, "web-1", True)
+            await asyncio.sleep(3 * STATUS_INTERVAL)
+            assert status_counts(emu, "web") == (2, 3)
+            assert (
+                emu.requests.count(verb="patch", resource="endpointselectors", subresource="status")
+                == status_writes
+            )
+            # Deleted: Kopf stops the timer and releases its finalizer.
+            emu.store.delete("endpointselectors", NS, "web")
+            await eventually(
+                lambda: emu.store.get("endpointselectors", NS, "web") is None, timeout=30
+            )
+
+
 async def test_restart_with_nothing_changed_writes_nothing() -> None:
     async with run_emulator() as emu:
         cluster(emu)
@@ -337,6 +392,7 @@ async def test_restart_with_nothing_changed_writes_nothing() -> None:
             await eventually(lambda: len(selector_addresses(emu, "web")) == 5)
             await eventually(lambda: ready_condition(emu, "bad") is not None)
             await eventually(lambda: ready_condition(emu, "web") is not None)
+            await eventually(lambda: status_counts(emu, "web") == (5, 5), timeout=30)
             await settle(op)
         before = writes(emu)
         patches = emu.requests.count(verb="patch", resource="endpointselectors")

@@ -165,9 +165,43 @@ async def test_selection_labels_owner_status_and_printer_columns(
         headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
     )
     columns = [c["name"] for c in table["columnDefinitions"]]
-    assert columns[:4] == ["Name", "Ready", "Reason", "Selector"]
-    rows = {row["cells"][0]: row["cells"][1:3] for row in table["rows"]}
-    assert rows["by-labels"] == ["True", "Accepted"]
+    assert columns[:6] == ["Name", "Ready", "Reason", "Endpoints", "Ready-Endpoints", "Selector"]
+
+    async def row(want: list[Any]) -> bool:
+        table = await kube.request(
+            "GET",
+            f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors",
+            headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
+        )
+        rows = {row["cells"][0]: row["cells"][1:5] for row in table["rows"]}
+        assert rows["by-labels"] == want, rows
+        return True
+
+    # The endpoint counts, written by the status timer (every few seconds at most).
+    await eventually(lambda: row(["True", "Accepted", 2, 2]), timeout=60)
+    await o.set_ready(kube, ns, "web-1", False)
+    await eventually(lambda: row(["True", "Accepted", 2, 1]), timeout=60)
+    # What kubectl shows.
+    kubectl = await asyncio.create_subprocess_exec(
+        "kubectl",
+        "--kubeconfig",
+        str(kube.kubeconfig),
+        "get",
+        "endpointselectors",
+        "-n",
+        ns,
+        "by-labels",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(kubectl.communicate(), timeout=60)
+    assert kubectl.returncode == 0, err.decode()
+    header, line = out.decode().splitlines()
+    assert header.split()[:5] == ["NAME", "READY", "REASON", "ENDPOINTS", "READY-ENDPOINTS"]
+    assert line.split()[:5] == ["by-labels", "True", "Accepted", "2", "1"]
+    # Kopf's finalizer while the status timer runs.
+    current = await kube.get(f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors/by-labels")
+    assert current["metadata"]["finalizers"] == ["endpointslice-operator.io/status-timer"]
 
 
 async def test_the_schema_refuses_what_it_can_and_the_operator_the_rest(
@@ -378,6 +412,14 @@ async def test_a_restart_with_nothing_changed_writes_nothing(
         await until_selected(kube, ns, "web", {f"10.1.0.{i + 1}" for i in range(12)})
         await until_condition(kube, ns, "web", "True", "Accepted")
         await until_condition(kube, ns, "bad", "False", "InvalidPort")
+
+        async def counted() -> bool:
+            current = await kube.get(f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors/web")
+            status = current.get("status") or {}
+            assert (status.get("endpoints"), status.get("readyEndpoints")) == (12, 12), status
+            return True
+
+        await eventually(counted, timeout=60)
     slices_path = f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"
     selectors_path = f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors"
     slices_version = (await kube.get(slices_path))["metadata"]["resourceVersion"]
@@ -394,7 +436,9 @@ async def test_a_restart_with_nothing_changed_writes_nothing(
                 )
 
             await eventually(synced, timeout=60)
-            await asyncio.sleep(1)  # a status patch would come right after the listing
+            # A status patch would come right after the listing, or at the status timer's
+            # next run (every 5 s).
+            await asyncio.sleep(6)
             assert await second.metric(r"endpoint_slice_controller_changes\{.*\}") == 0
         assert slice_events == []
         assert selector_events == [], json.dumps(selector_events)[:2000]
