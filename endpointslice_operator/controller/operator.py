@@ -68,6 +68,7 @@ from endpointslice_operator.controller.owners.endpoint_selector import (
     EndpointSelectorIndex,
     EndpointSelectorSyncer,
 )
+from endpointslice_operator.controller.owners.endpoint_selector_prune import keep_pruning
 from endpointslice_operator.controller.owners.endpoint_selector_watch import (
     serve_endpoint_selectors,
 )
@@ -372,6 +373,8 @@ class Operator:
                     on_signal=self.stop,
                 )
             )
+            # Objects deleted while Kopf's watch had expired (no DELETED event): forgotten.
+            self._spawn(keep_pruning(api_client, selectors, router, list(self.settings.namespaces)))
         await self._run_tasks(configuration, api_client, router, syncer)
 
     async def _run_tasks(

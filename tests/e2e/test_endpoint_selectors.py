@@ -12,7 +12,9 @@ from endpointslice_operator.controller.owners.endpoint_selector_watch import (
     FINALIZER,
     STATUS_INTERVAL,
 )
+from endpointslice_operator.controller.owners.endpoint_selector_prune import PRUNE_INTERVAL
 from endpointslice_operator.testing import run_emulator
+from endpointslice_operator.testing.faults import LATENCY
 from tests.e2e.harness import (
     LABEL_MANAGED_BY,
     LABEL_SERVICE_NAME,
@@ -378,6 +380,60 @@ async def test_endpoint_counts_reach_the_status_at_most_once_per_interval_under_
             await eventually(
                 lambda: emu.store.get("endpointselectors", NS, "web") is None, timeout=30
             )
+
+
+@pytest.mark.looptime
+async def test_a_deletion_missed_while_the_watch_had_expired_is_found() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        install_crd(emu)
+        pod(emu, "web-0", "10.1.0.1")
+        endpoint_selector(emu, "kept", match_labels={"app": "web"})
+        endpoint_selector(emu, "gone", match_labels={"app": "web"})
+        async with running_operator(emu) as op:
+            index = op.endpoint_selectors
+            assert index is not None
+            for name in ("kept", "gone"):
+                await eventually(lambda n=name: selector_addresses(emu, n) == {"10.1.0.1"})
+            await eventually(
+                lambda: (
+                    (emu.store.get("endpointselectors", NS, "gone") or {})["metadata"].get(
+                        "finalizers"
+                    )
+                    == [FINALIZER]
+                )
+            )
+            # While nothing is missed, a comparison costs one list of one item a round.
+            lists = emu.requests.count(verb="list", resource="endpointselectors")
+            await asyncio.sleep(2 * PRUNE_INTERVAL)
+            assert emu.requests.count(verb="list", resource="endpointselectors") - lists == 2
+            # Kopf's watch ends, and its resumption is slow to reach the server...
+            emu.faults.fault_verbs = {"watch"}
+            emu.faults.fault_resources = {"endpointselectors"}
+            emu.faults.latency = 30.0
+            held = emu.faults_injected[LATENCY]
+            emu.store.close_watchers("endpointselectors")
+            await eventually(lambda: emu.faults_injected[LATENCY] > held)
+            emu.faults.latency = 0.0
+            # ... while the EndpointSelector is deleted (its slices orphaned, so that only the
+            # operator would remove them) and another replica's Kopf releases its finalizer...
+            emu.store.delete("endpointselectors", NS, "gone", propagation_policy="Orphan")
+            current = emu.store.get("endpointselectors", NS, "gone")
+            assert current is not None
+            current["metadata"]["finalizers"] = [
+                f for f in current["metadata"]["finalizers"] if f != FINALIZER
+            ]
+            emu.store.update(current)
+            await eventually(lambda: emu.store.get("endpointselectors", NS, "gone") is None)
+            # ... and the history is compacted: the resumption gets 410 Expired, Kopf lists
+            # again, and the listing merely leaves the object out (no DELETED event).
+            emu.store.compact("endpointselectors")
+            await asyncio.sleep(35)
+            assert selector_slices(emu, "gone") != []  # Kopf alone would keep them forever
+            await eventually(lambda: selector_slices(emu, "gone") == [], timeout=2 * PRUNE_INTERVAL)
+            assert index.get(f"endpointselector:{NS}/gone") is None
+            assert index.get(f"endpointselector:{NS}/kept") is not None
+            assert selector_addresses(emu, "kept") == {"10.1.0.1"}
 
 
 async def test_restart_with_nothing_changed_writes_nothing() -> None:

@@ -191,6 +191,10 @@ class EndpointSelectorEntry:
         return str(self.body["metadata"].get("name") or "")
 
     @property
+    def uid(self) -> str:
+        return str(self.body["metadata"].get("uid") or "")
+
+    @property
     def generation(self) -> int:
         generation = self.body["metadata"].get("generation")
         return generation if isinstance(generation, int) else 0
