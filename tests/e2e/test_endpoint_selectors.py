@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from endpointslice_operator.controller.owners.endpoint_selector_prune import PRUNE_INTERVAL
 from endpointslice_operator.controller.owners.endpoint_selector_watch import (
     FINALIZER,
     STATUS_INTERVAL,
 )
-from endpointslice_operator.controller.owners.endpoint_selector_prune import PRUNE_INTERVAL
 from endpointslice_operator.testing import run_emulator
 from endpointslice_operator.testing.faults import LATENCY
 from tests.e2e.harness import (

@@ -375,6 +375,7 @@ class EndpointSelectorSyncer:
     def start_term(self) -> None:
         self.trigger_times = TriggerTimeTracker()
         self._warned.clear()
+        self.index.counts.clear()  # an earlier term's: this term's syncs record them again
 
     def all_keys(self) -> Iterable[str]:
         keys = set(self.index.keys())

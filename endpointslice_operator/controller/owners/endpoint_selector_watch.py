@@ -17,11 +17,11 @@ index, queues the key when the spec changed, and writes ``status`` (observedGene
 The endpoint counts (``status.endpoints``, ``status.readyEndpoints``) change with the pods, not
 with the object, so no event of the object carries them: a ``kopf.timer`` per object
 (:data:`STATUS_INTERVAL`) writes the counts the syncer recorded (``index.counts``) through
-Kopf's patch when they differ from the object's status. However fast the pods churn, an
-EndpointSelector's status is written at most once per interval, and not at all when the counts
-come back to what it shows. Kopf keeps a finalizer (:data:`FINALIZER`) on each object while
-its timer runs (that is how Kopf stops a timer before its object goes); it is removed as the
-object is deleted.
+Kopf's patch when they differ from the object's status, on the leader only (the replica whose
+syncs know them). However fast the pods churn, an EndpointSelector's status is written at most
+once per interval, and not at all when the counts come back to what it shows. Kopf keeps a
+finalizer (:data:`FINALIZER`) on each object while its timer runs (that is how Kopf stops a
+timer before its object goes); it is removed as the object is deleted.
 """
 
 from __future__ import annotations
@@ -146,6 +146,8 @@ def register_endpoint_selector_handler(
     async def endpoint_selector_counts(
         name: str, namespace: str | None, status: Mapping[str, Any], patch: Any, **_: Any
     ) -> None:
+        if router.queue is None:
+            return  # not leading: the leader's syncs know the counts, and it writes them
         key = ENDPOINT_SELECTOR.key(namespace or "", name)
         update = counts_patch(index.counts.get(key), status)
         if update is not None:
