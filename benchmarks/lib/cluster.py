@@ -12,6 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from endpointslice_operator.controller.owners.endpoint_selector_watch import (
+    FINALIZER as SELECTOR_FINALIZER,
+)
 from endpointslice_operator.reconciler import ReconcilerConfig, TopologyCache, plan_service
 from endpointslice_operator.reconciler.endpoint_selector import (
     API_VERSION as SELECTOR_API_VERSION,
@@ -146,10 +149,13 @@ def endpoint_selector_body(name: str, *, namespace: str = NAMESPACE) -> JSON:
     }
 
 
-def _accepted(selector: JSON) -> JSON:
+def _accepted(selector: JSON, endpoints: int) -> JSON:
+    """The status a previous run left: accepted, ``endpoints`` endpoints, all ready."""
     generation = selector["metadata"].get("generation", 1)
     return {
         "observedGeneration": generation,
+        "endpoints": endpoints,
+        "readyEndpoints": endpoints,
         "conditions": [
             {
                 "type": "Ready",
@@ -216,8 +222,11 @@ def populate(store: Store, scenario: Scenario) -> int:
         store.registry.unserved.discard(SELECTOR_GROUP)
     for name, opted_in, count in _service_groups(scenario):
         if selectors and opted_in:
-            service = store.create(endpoint_selector_body(name, namespace=scenario.namespace))
-            service["status"] = _accepted(service)
+            body = endpoint_selector_body(name, namespace=scenario.namespace)
+            # As a previous run left it: Kopf's finalizer for the status timer, and the status.
+            body["metadata"]["finalizers"] = [SELECTOR_FINALIZER]
+            service = store.create(body)
+            service["status"] = _accepted(service, count)
             store.update(service, subresource="status")
         else:
             service = store.create(
