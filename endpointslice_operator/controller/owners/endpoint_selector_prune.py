@@ -39,7 +39,12 @@ from endpointslice_operator.controller.owners.endpoint_selector import EndpointS
 from endpointslice_operator.controller.writer import ApiError, raise_for_status
 from endpointslice_operator.reconciler.endpoint_selector import GROUP, PLURAL, VERSION
 
-__all__ = ["PRUNE_INTERVAL", "keep_pruning", "prune_missed_deletions"]
+__all__ = [
+    "PRUNE_INTERVAL",
+    "count_endpoint_selectors",
+    "keep_pruning",
+    "prune_missed_deletions",
+]
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +79,7 @@ def _metadata(obj: Any) -> Mapping[str, Any]:
     return metadata if isinstance(metadata, Mapping) else {}
 
 
-async def _count(api_client: ApiClient, scope: str | None) -> int | None:
+async def count_endpoint_selectors(api_client: ApiClient, scope: str | None) -> int | None:
     """How many EndpointSelectors the scope holds now; None when the server does not say."""
     body = await _page(api_client, scope, 1, "")
     items = body.get("items") or []
@@ -114,7 +119,7 @@ async def prune_missed_deletions(
                 noted[key] = entry.uid
         if not noted:
             continue
-        count = await _count(api_client, scope)
+        count = await count_endpoint_selectors(api_client, scope)
         if count is not None and count >= len(noted):
             continue
         present = await _uids(api_client, scope)
