@@ -169,8 +169,20 @@ async def test_selection_labels_owner_status_and_printer_columns(
         f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors",
         headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
     )
-    columns = [c["name"] for c in table["columnDefinitions"]]
-    assert columns[:6] == ["Name", "Ready", "Reason", "Endpoints", "Ready-Endpoints", "Selector"]
+    # The emulator renders the same (tests/emulator/test_tables.py).
+    columns = table["columnDefinitions"]
+    assert [c["name"] for c in columns] == [
+        "Name",
+        "Ready",
+        "Reason",
+        "Endpoints",
+        "Ready-Endpoints",
+        "Selector",
+        "Age",
+    ]
+    assert [c["priority"] for c in columns] == [0, 0, 0, 0, 0, 1, 0]
+    cells = {row["cells"][0]: row["cells"] for row in table["rows"]}
+    assert cells["by-labels"][5] == '{"matchLabels":{"app":"web"}}'
 
     async def row(want: list[Any]) -> bool:
         table = await kube.request(
