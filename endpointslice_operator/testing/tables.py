@@ -189,7 +189,7 @@ def _endpoint_selector_cells(obj: JSON, now: float) -> list[Any]:
     """The CRD's additionalPrinterColumns (deploy/crds/endpointselectors...yaml): a value the
     object lacks is null, an object is its JSON, as the API server renders a JSONPath."""
     status = obj.get("status") or {}
-    ready = next(
+    ready: JSON = next(
         (c for c in status.get("conditions") or [] if c.get("type") == "Ready"),
         {},
     )
