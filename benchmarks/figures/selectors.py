@@ -14,11 +14,11 @@ own process on each, in the same run; the Services' figures are the baselines:
   owner, through the emulator's store), syncs and slice writes included.
 * ``selectors_events_per_s``: those flips per second until all show in slices.
 * ``selectors_idle_cpu_pct``: the operator's CPU while nothing happens (after start-up, for
-  :data:`IDLE_SECONDS`), in percent of a core: for EndpointSelectors it includes their status
-  timers (one Kopf timer per object, every ``STATUS_INTERVAL`` s).
+  :data:`IDLE_SECONDS`), in percent of a core (for EndpointSelectors: their second Kopf
+  instance, and the status counts writer's rounds every ``STATUS_INTERVAL`` s).
 * ``selectors_flapping_status_writes``: then one pod of each of :data:`FLAPPING` owners flaps
   (its readiness flipped every :data:`FLAP_PERIOD` s for :data:`FLAP_SECONDS` s): the
-  EndpointSelectors' status writes, counted until their status timers ran once more after the
+  EndpointSelectors' status writes, counted until the counts writer ran once more after the
   last flip; the baseline is the slice writes of the same flaps (what a status write per sync
   would cost: the counts change with every flip). Rate-limited, the value stays near
   ``FLAPPING * FLAP_SECONDS / STATUS_INTERVAL`` however fast the pods flap.
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import aiohttp
 
-from endpointslice_operator.controller.owners.endpoint_selector_watch import STATUS_INTERVAL
+from endpointslice_operator.controller.owners.endpoint_selector_status import STATUS_INTERVAL
 
 from ..figure import Figure
 from ..lib.cluster import Scenario
@@ -104,7 +104,7 @@ async def _run(session: aiohttp.ClientSession, scenario: Scenario, workdir: Path
             while loop.time() < ends:
                 await _churn(session, emulator, flapping, 0)  # pod 0 of the first owners
                 await asyncio.sleep(FLAP_PERIOD)
-            # Every status timer runs once more after the last flip showed in slices.
+            # The counts writer runs once more after the last flip showed in slices.
             await asyncio.sleep(STATUS_INTERVAL + SETTLE)
             flap_slices = await slice_writes(session, emulator.control) - slices_before
             flap_status = await status_writes() - status_before

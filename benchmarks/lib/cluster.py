@@ -12,9 +12,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from endpointslice_operator.controller.owners.endpoint_selector_watch import (
-    FINALIZER as SELECTOR_FINALIZER,
-)
 from endpointslice_operator.reconciler import ReconcilerConfig, TopologyCache, plan_service
 from endpointslice_operator.reconciler.endpoint_selector import (
     API_VERSION as SELECTOR_API_VERSION,
@@ -222,10 +219,8 @@ def populate(store: Store, scenario: Scenario) -> int:
         store.registry.unserved.discard(SELECTOR_GROUP)
     for name, opted_in, count in _service_groups(scenario):
         if selectors and opted_in:
-            body = endpoint_selector_body(name, namespace=scenario.namespace)
-            # As a previous run left it: Kopf's finalizer for the status timer, and the status.
-            body["metadata"]["finalizers"] = [SELECTOR_FINALIZER]
-            service = store.create(body)
+            # With the status a previous run left.
+            service = store.create(endpoint_selector_body(name, namespace=scenario.namespace))
             service["status"] = _accepted(service, count)
             store.update(service, subresource="status")
         else:

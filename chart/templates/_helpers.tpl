@@ -110,8 +110,7 @@ Shared by the ClusterRole (cluster mode) and the per-namespace Roles (namespaced
 {{- if .Values.endpointSelectors.enabled }}
 - apiGroups: ["endpointslice-operator.io"]
   resources: ["endpointselectors"]
-  # patch: Kopf's finalizer while an object's status timer runs
-  verbs: ["get", "list", "watch", "patch"]
+  verbs: ["get", "list", "watch"]
 - apiGroups: ["endpointslice-operator.io"]
   resources: ["endpointselectors/status"]
   verbs: ["patch"]

@@ -22,9 +22,8 @@ ALLOWED: dict[tuple[str, str], set[str]] = {
     ("coordination.k8s.io", "leases"): {"get", "create", "update"},
     # Only with rbac.resourceClaims (the device-network source).
     ("resource.k8s.io", "resourceclaims"): READ,
-    # With endpointSelectors.enabled (the default): read them, patch their status, and patch
-    # the objects for Kopf's finalizer (held while their status timer runs).
-    ("endpointslice-operator.io", "endpointselectors"): READ | {"patch"},
+    # With endpointSelectors.enabled (the default): read them, patch their status only.
+    ("endpointslice-operator.io", "endpointselectors"): READ,
     ("endpointslice-operator.io", "endpointselectors/status"): {"patch"},
 }
 #: With multicluster.enabled (the import side of Multi-Cluster Services), on top of ALLOWED.
@@ -120,13 +119,7 @@ def test_writes_only_endpointslices_events_and_leases(
         mcs_written = {"services", "serviceimports", "serviceimports/status"}
         assert mcs_written | {"serviceexports/status"} <= written
         written -= mcs_written | {"serviceexports/status"}
-    assert written <= {
-        "endpointslices",
-        "events",
-        "leases",
-        "endpointselectors",
-        "endpointselectors/status",
-    }
+    assert written <= {"endpointslices", "events", "leases", "endpointselectors/status"}
 
 
 def test_endpoints_are_written_only_when_enabled() -> None:

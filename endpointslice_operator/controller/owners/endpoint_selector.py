@@ -13,8 +13,9 @@ same planner, queue and writer as a Service's (:mod:`.` for the seam):
   through Kopf's patch by the watch (:mod:`.endpoint_selector_watch`).
 * :func:`endpoint_counts` / :func:`counts_patch`: ``status.endpoints`` and
   ``status.readyEndpoints``, the counts of the slices a sync published: the syncer records them
-  in ``EndpointSelectorIndex.counts`` and a Kopf timer of the watch writes them, at most once
-  per interval per object and only when they differ from the object's status.
+  in ``EndpointSelectorIndex.counts``, the index keeps those each object's status shows
+  (``shown``), and :mod:`.endpoint_selector_status` writes the differences, at most once per
+  interval per object.
 * :class:`EndpointSelectorSyncer`: one EndpointSelector's sync, the work queue's handler for
   ``endpointselector:`` keys: an invalid spec gets a Warning Event and no writes; a valid one
   is planned with ``reconciler.plan_endpoint_selector`` and applied through the Service
@@ -215,7 +216,9 @@ class EndpointSelectorIndex:
         """The API server serves the CRD (found by discovery)."""
         self.counts: dict[str, EndpointCounts] = {}
         """Per key, the endpoints of the slices the last successful sync published (written by
-        the syncer, read by the status timer of :mod:`.endpoint_selector_watch`)."""
+        the syncer, read by :mod:`.endpoint_selector_status`)."""
+        self.shown: dict[str, EndpointCounts] = {}
+        """Per key, the counts the object's status showed when last seen."""
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -238,6 +241,11 @@ class EndpointSelectorIndex:
         )
         previous = self._entries.get(entry.key)
         self._entries[entry.key] = entry
+        shown = _shown_counts(body.get("status"))
+        if shown is None:
+            self.shown.pop(entry.key, None)
+        else:
+            self.shown[entry.key] = shown
         self._services.put_selector(entry.key, namespace, selector)
         return previous, entry
 
@@ -247,6 +255,7 @@ class EndpointSelectorIndex:
         if entry is not None:
             self._services.put_selector(key, namespace, None)
         self.counts.pop(key, None)
+        self.shown.pop(key, None)
         return entry
 
 
@@ -270,6 +279,14 @@ def endpoint_counts(slices: Iterable[Mapping[str, Any]]) -> EndpointCounts:
             if conditions.get("ready") is not False:
                 ready += 1
     return EndpointCounts(ready, total)
+
+
+def _shown_counts(status: Any) -> EndpointCounts | None:
+    status = _mapping(status)
+    total, ready = status.get("endpoints"), status.get("readyEndpoints")
+    if isinstance(total, int) and isinstance(ready, int):
+        return EndpointCounts(ready, total)
+    return None
 
 
 def published_slices(existing: Iterable[Mapping[str, Any]], plan: Plan) -> list[Mapping[str, Any]]:

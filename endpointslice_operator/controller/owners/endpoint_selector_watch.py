@@ -13,15 +13,6 @@ then Kopf takes over with an ``on.event`` handler on a registry of its own (Kopf
 served resources once when it starts, so it is started only now): each event updates the
 index, queues the key when the spec changed, and writes ``status`` (observedGeneration and the
 ``Ready`` condition) through Kopf's patch when it differs from what the object shows.
-
-The endpoint counts (``status.endpoints``, ``status.readyEndpoints``) change with the pods, not
-with the object, so no event of the object carries them: a ``kopf.timer`` per object
-(:data:`STATUS_INTERVAL`) writes the counts the syncer recorded (``index.counts``) through
-Kopf's patch when they differ from the object's status, on the leader only (the replica whose
-syncs know them). However fast the pods churn, an EndpointSelector's status is written at most
-once per interval, and not at all when the counts come back to what it shows. Kopf keeps a
-finalizer (:data:`FINALIZER`) on each object while its timer runs (that is how Kopf stops a
-timer before its object goes); it is removed as the object is deleted.
 """
 
 from __future__ import annotations
@@ -42,27 +33,16 @@ from endpointslice_operator.controller.kopf_wiring import connection_info, run_k
 from endpointslice_operator.controller.owners import ENDPOINT_SELECTOR
 from endpointslice_operator.controller.owners.endpoint_selector import (
     EndpointSelectorIndex,
-    counts_patch,
     status_patch,
 )
 from endpointslice_operator.controller.writer import ApiError, raise_for_status
 from endpointslice_operator.reconciler.endpoint_selector import GROUP, PLURAL, VERSION
 
-__all__ = [
-    "FINALIZER",
-    "STATUS_INTERVAL",
-    "discover",
-    "register_endpoint_selector_handler",
-    "serve_endpoint_selectors",
-]
+__all__ = ["discover", "register_endpoint_selector_handler", "serve_endpoint_selectors"]
 
 log = logging.getLogger(__name__)
 
 KOPF_STOP_TIMEOUT = 10.0
-STATUS_INTERVAL = 5.0
-"""Seconds between two checks (and so at most one write) of an EndpointSelector's counts."""
-FINALIZER = "endpointslice-operator.io/status-timer"
-"""Kopf's finalizer on EndpointSelectors while their status timer runs."""
 
 
 async def discover(api_client: ApiClient) -> bool:
@@ -134,28 +114,6 @@ def register_endpoint_selector_handler(
                 patch.status.update(status)
         except Exception:  # never let one object stop the others
             log.exception("failed to handle an EndpointSelector event for %s/%s", namespace, name)
-
-    @kopf.timer(
-        GROUP,
-        VERSION,
-        PLURAL,
-        id="endpointselector-status",
-        interval=STATUS_INTERVAL,
-        registry=registry,
-    )
-    async def endpoint_selector_counts(
-        name: str, namespace: str | None, status: Mapping[str, Any], patch: Any, **_: Any
-    ) -> None:
-        if router.queue is None:
-            return  # not leading: the leader's syncs know the counts, and it writes them
-        key = ENDPOINT_SELECTOR.key(namespace or "", name)
-        update = counts_patch(index.counts.get(key), status)
-        if update is not None:
-            patch.status.update(update)
-
-    @kopf.on.startup(registry=registry)
-    async def name_the_finalizer(settings: kopf.OperatorSettings, **_: Any) -> None:
-        settings.persistence.finalizer = FINALIZER
 
 
 def _changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
