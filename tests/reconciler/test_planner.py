@@ -342,3 +342,22 @@ def test_an_update_with_room_for_exactly_one_more_takes_it() -> None:
     assert plan.creates == []
     (update,) = plan.updates
     assert len(update["endpoints"]) == 3
+
+
+def test_a_delete_that_cannot_be_recycled_does_not_hide_the_next_one_that_can() -> None:
+    """Upstream ``finalize`` walks every delete: a slice of another owner is deleted, never
+    recycled, and the owned one after it still takes the create."""
+    pods = [new_pod(i, NS, True, 1, False) for i in range(3)]
+    svc, h = _converged(pods)
+    (owned,) = h.client.list()
+    foreign = copy.deepcopy(owned)
+    foreign["metadata"]["name"] = "foo-foreign"
+    foreign["metadata"]["ownerReferences"][0]["uid"] = "another-uid"
+    foreign = h.client.create(foreign)
+    svc["spec"]["ports"][0]["targetPort"] = 81  # the owned slice's port group goes away
+    plan = h.reconcile(svc, pods, [foreign, owned])
+    (recycled,) = plan.updates
+    assert recycled["metadata"]["name"] == owned["metadata"]["name"]
+    assert recycled["ports"][0]["port"] == 81
+    assert plan.creates == []
+    assert [s["metadata"]["name"] for s in plan.deletes] == ["foo-foreign"]
