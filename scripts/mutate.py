@@ -16,7 +16,8 @@ Some mutants cannot be noticed by any test because they change nothing (a ``brea
 which the loop could not continue anyway): those are listed with the reason in
 :data:`EQUIVALENT` and left out of the score, ``killed / (mutants - equivalent)``.
 
-CPU heavy: run it module by module (``nice -n 19`` is applied to the test runs). To cover a new
+CPU heavy: run it module by module (``nice -n 19`` is applied to the test runs); ``--jobs N``
+tests N mutants at a time, each in its own copy of the package (default 1). To cover a new
 module add it to :data:`MODULES` with the tests that exercise it, fastest first.
 """
 
@@ -25,11 +26,13 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+import queue
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,9 +63,16 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_planner.py",
         "tests/reconciler/test_properties.py",
     ),
-    "endpointslice_operator/reconciler/slices.py": ("tests/reconciler",),
-    "endpointslice_operator/reconciler/topology.py": ("tests/reconciler",),
+    "endpointslice_operator/reconciler/topology.py": (
+        "tests/reconciler/test_topology_utils.py",
+        "tests/reconciler/test_topology_sliceinfo.py",
+        "tests/reconciler/test_topology.py",
+        "tests/reconciler/test_trafficdist.py",
+        "tests/reconciler/test_topology_idempotence.py",
+        "tests/reconciler/test_topology_properties.py",
+    ),
     "endpointslice_operator/reconciler/trafficdist.py": ("tests/reconciler",),
+    "endpointslice_operator/reconciler/slices.py": ("tests/reconciler",),
     "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler",),
     "endpointslice_operator/reconciler/endpoints.py": ("tests/reconciler",),
     # Add the MCS and EndpointSelector modules here once they exist, with their tests.
@@ -321,38 +331,50 @@ def _package_copy(directory: Path) -> Path:
     return directory
 
 
-def run_module(module: str, only_lines: set[int] | None) -> tuple[int, int, int, list[Mutant]]:
-    """``(mutants, killed, equivalent, survivors)`` of one module."""
+def run_module(
+    module: str, only_lines: set[int] | None, jobs: int = 1
+) -> tuple[int, int, int, list[Mutant]]:
+    """``(mutants, killed, equivalent, survivors)`` of one module, ``jobs`` mutants at a time
+    (each in its own copy of the package)."""
     tests = MODULES[module]
     found = [m for m in mutants(module) if only_lines is None or m.line in only_lines]
+    to_run = [m for m in found if m.key not in EQUIVALENT]
     with tempfile.TemporaryDirectory(prefix="mutate-") as tmp:
-        copy_root = _package_copy(Path(tmp))
-        target = copy_root / module
-        original = target.read_text(encoding="utf-8")
-        passed, baseline = _run_tests(copy_root, tests, None)
+        copies = [_package_copy(Path(tmp) / str(n)) for n in range(max(1, min(jobs, len(to_run))))]
+        original = (copies[0] / module).read_text(encoding="utf-8")
+        passed, baseline = _run_tests(copies[0], tests, None)
         if not passed:
             raise SystemExit(f"{module}: the tests fail without any mutation: {tests}")
         timeout = max(30.0, 10 * baseline)
-        killed = equivalent = 0
+        free: queue.SimpleQueue[Path] = queue.SimpleQueue()
+        for copy_root in copies:
+            free.put(copy_root)
+
+        def survives(mutant: Mutant) -> bool:
+            copy_root = free.get()
+            target = copy_root / module
+            try:
+                target.write_text(mutated_source(mutant), encoding="utf-8")
+                return _run_tests(copy_root, tests, timeout)[0]
+            finally:
+                target.write_text(original, encoding="utf-8")
+                free.put(copy_root)
+
         survivors: list[Mutant] = []
-        for number, mutant in enumerate(found, 1):
-            if mutant.key in EQUIVALENT:
-                equivalent += 1
-                continue
-            target.write_text(mutated_source(mutant), encoding="utf-8")
-            survived, _ = _run_tests(copy_root, tests, timeout)
-            target.write_text(original, encoding="utf-8")
-            if survived:
-                survivors.append(mutant)
-                print(
-                    f"  SURVIVED {module}:{mutant.line} {mutant.function}: {mutant.operator}",
-                    flush=True,
-                )
-            else:
-                killed += 1
-            if number % 20 == 0:
-                print(f"  {module}: {number}/{len(found)}", flush=True)
-    return len(found), killed, equivalent, survivors
+        with ThreadPoolExecutor(max_workers=len(copies)) as pool:
+            for number, (mutant, survived) in enumerate(
+                zip(to_run, pool.map(survives, to_run), strict=True), 1
+            ):
+                if survived:
+                    survivors.append(mutant)
+                    print(
+                        f"  SURVIVED {module}:{mutant.line} {mutant.function}: {mutant.operator}",
+                        flush=True,
+                    )
+                if number % 20 == 0:
+                    print(f"  {module}: {number}/{len(to_run)}", flush=True)
+    equivalent = len(found) - len(to_run)
+    return len(found), len(to_run) - len(survivors), equivalent, survivors
 
 
 def _score(killed: int, total: int, equivalent: int) -> str:
@@ -365,7 +387,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("modules", nargs="*", help=f"default: all of {len(MODULES)}")
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     parser.add_argument("--only", nargs="+", type=int, metavar="LINE", help="only these lines")
+    parser.add_argument(
+        "--jobs", type=int, default=1, metavar="N", help="mutants tested at a time (default 1)"
+    )
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
     modules = args.modules or list(MODULES)
     unknown = [m for m in modules if m not in MODULES]
     if unknown:
@@ -379,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for module in modules:
         print(f"{module}: {len(mutants(module))} mutants, tests {' '.join(MODULES[module])}")
-        total, killed, equivalent, survivors = run_module(module, only)
+        total, killed, equivalent, survivors = run_module(module, only, args.jobs)
         rows.append((module, total, killed, equivalent, len(survivors)))
         print(f"{module}: {_score(killed, total, equivalent)} killed", flush=True)
     print("\n| module | mutants | equivalent | killed | survived | score |")

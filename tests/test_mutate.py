@@ -7,6 +7,8 @@ import ast
 import difflib
 from pathlib import Path
 
+import pytest
+
 from scripts import mutate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,3 +56,24 @@ def test_docstrings_annotations_asserts_and_log_calls_are_not_mutated() -> None:
 def test_every_equivalent_mutant_is_one_the_tool_makes() -> None:
     keys = {m.key for module in mutate.MODULES for m in mutate.mutants(module)}
     assert set(mutate.EQUIVALENT) <= keys
+
+
+def test_jobs_run_mutants_side_by_side_and_count_them_as_one_at_a_time_would() -> None:
+    """Two package copies, mutants handed out in turn; equivalent mutants are not run."""
+    module = "endpointslice_operator/view/merge.py"
+    found = mutate.mutants(module)
+    (equivalent,) = (
+        m
+        for m in found
+        if m.key in mutate.EQUIVALENT and m.function == "_without" and m.operator == "Gt->GtE"
+    )
+    lines = {equivalent.line, min(m.line for m in found if m.line > equivalent.line)}
+    expected = [m for m in found if m.line in lines]
+    assert len(expected) >= 3
+    total, killed, skipped, survivors = mutate.run_module(module, lines, jobs=2)
+    assert (total, killed, skipped, survivors) == (len(expected), len(expected) - 1, 1, [])
+
+
+def test_jobs_must_be_at_least_one() -> None:
+    with pytest.raises(SystemExit):
+        mutate.main(["--jobs", "0", "endpointslice_operator/view/merge.py"])
