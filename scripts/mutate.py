@@ -153,7 +153,8 @@ EQUIVALENT: dict[str, str] = {
         "with nothing remaining the updates take empty runs; with no updates there is no loop"
     ),
 }
-"""``module:function:operator:source line`` -> why the mutant cannot change behaviour."""
+""":attr:`Mutant.key` (``module:function:operator:source line``, `` #2`` for the second alike)
+-> why the mutant cannot change behaviour."""
 
 
 @dataclass(frozen=True)
@@ -165,11 +166,15 @@ class Mutant:
     operator: str
     text: str
     """The source line, stripped."""
+    occurrence: int = 1
+    """1 for the first mutant of this operator on this text in this function, 2 for the
+    next (``a == 0 or b == 0``, two ``continue`` lines), ..."""
 
     @property
     def key(self) -> str:
-        """Stable while that line of that function stays as it is."""
-        return f"{self.module}:{self.function}:{self.operator}:{self.text}"
+        """Stable while that line of that function stays as it is; unique in the module."""
+        key = f"{self.module}:{self.function}:{self.operator}:{self.text}"
+        return key if self.occurrence == 1 else f"{key} #{self.occurrence}"
 
 
 _COMPARE_SWAPS: dict[type[ast.cmpop], type[ast.cmpop]] = {
@@ -292,10 +297,13 @@ def mutants(module: str) -> list[Mutant]:
     lines = source.splitlines()
     sites = _Sites()
     sites.visit(ast.parse(source))
-    return [
-        Mutant(module, index, line, function, operator, lines[line - 1].strip())
-        for index, (line, function, operator) in enumerate(sites.found)
-    ]
+    seen: dict[tuple[str, str, str], int] = {}
+    found: list[Mutant] = []
+    for index, (line, function, operator) in enumerate(sites.found):
+        text = lines[line - 1].strip()
+        occurrence = seen[function, operator, text] = seen.get((function, operator, text), 0) + 1
+        found.append(Mutant(module, index, line, function, operator, text, occurrence))
+    return found
 
 
 def mutated_source(mutant: Mutant) -> str:

@@ -77,3 +77,19 @@ def test_jobs_run_mutants_side_by_side_and_count_them_as_one_at_a_time_would() -
 def test_jobs_must_be_at_least_one() -> None:
     with pytest.raises(SystemExit):
         mutate.main(["--jobs", "0", "endpointslice_operator/view/merge.py"])
+
+
+def test_mutants_alike_on_one_line_have_keys_of_their_own() -> None:
+    """``return _Heuristic(close=False, node_hints=False)``: two ``False->True`` mutants, one
+    that changes behaviour and one that cannot; an EQUIVALENT entry must name only one."""
+    module = "endpointslice_operator/reconciler/trafficdist.py"
+    alike = [
+        m
+        for m in mutate.mutants(module)
+        if m.function == "_heuristic" and m.operator == "False->True" and "close=False" in m.text
+    ]
+    assert [m.occurrence for m in alike] == [1, 2]
+    assert alike[1].key == f"{alike[0].key} #2"
+    for module in mutate.MODULES:
+        keys = [m.key for m in mutate.mutants(module)]
+        assert len(keys) == len(set(keys)), module
