@@ -152,6 +152,29 @@ EQUIVALENT: dict[str, str] = {
     "if remaining and updates:": (
         "with nothing remaining the updates take empty runs; with no updates there is no loop"
     ),
+    # reconciler/topology.py
+    "endpointslice_operator/reconciler/topology.py:giving_and_receiving_zones:Gt->GtE:"
+    "if allocated > allocation.desired:": (
+        "a zone exactly at its desired share gets a surplus of 0.0, which _most never picks "
+        "(it takes only amounts above 0.0) and so never gives"
+    ),
+    "endpointslice_operator/reconciler/topology.py:giving_and_receiving_zones:Lt->LtE:"
+    "elif allocated < allocation.desired:": (
+        "a zone exactly at its desired share gets a deficit of 0.0, which _most never picks "
+        "(it takes only amounts above 0.0) and so never receives"
+    ),
+    "endpointslice_operator/reconciler/topology.py:redistribute_hints:Or->And:"
+    "if not giving_zones or not receiving_zones:": (
+        "an early return only: with no giving zone every endpoint fails `giving_zones.get(zone, "
+        "0) <= 0`, with no receiving zone the inner loop has nothing to walk; nothing changes"
+    ),
+    "endpointslice_operator/reconciler/topology.py:set_nodes:False->True:sufficient = False": (
+        "the branch also empties cpu_by_zone and leaves the loop, and fewer than two zones "
+        "is insufficient on its own"
+    ),
+    "endpointslice_operator/reconciler/topology.py:set_nodes:Break->Continue:break": (
+        "sufficient is already False: the outcome is insufficient whatever later nodes add"
+    ),
 }
 """:attr:`Mutant.key` (``module:function:operator:source line``, `` #2`` for the second alike)
 -> why the mutant cannot change behaviour."""
