@@ -71,7 +71,11 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_topology_idempotence.py",
         "tests/reconciler/test_topology_properties.py",
     ),
-    "endpointslice_operator/reconciler/trafficdist.py": ("tests/reconciler",),
+    "endpointslice_operator/reconciler/trafficdist.py": (
+        "tests/reconciler/test_trafficdist.py",
+        "tests/reconciler/test_planner.py",
+        "tests/reconciler/test_reconciler.py",
+    ),
     "endpointslice_operator/reconciler/slices.py": ("tests/reconciler",),
     "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler",),
     "endpointslice_operator/reconciler/endpoints.py": ("tests/reconciler",),
@@ -174,6 +178,12 @@ EQUIVALENT: dict[str, str] = {
     ),
     "endpointslice_operator/reconciler/topology.py:set_nodes:Break->Continue:break": (
         "sufficient is already False: the outcome is insufficient whatever later nodes add"
+    ),
+    # reconciler/trafficdist.py
+    "endpointslice_operator/reconciler/trafficdist.py:_heuristic:False->True:"
+    "return _Heuristic(close=False, node_hints=False) #2": (
+        "node_hints is read only when close is True: needs_update and update return first "
+        "for the default heuristic"
     ),
 }
 """:attr:`Mutant.key` (``module:function:operator:source line``, `` #2`` for the second alike)
