@@ -76,12 +76,24 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_planner.py",
         "tests/reconciler/test_reconciler.py",
     ),
-    "endpointslice_operator/reconciler/slices.py": ("tests/reconciler",),
+    "endpointslice_operator/reconciler/slices.py": (
+        "tests/reconciler/test_slices.py",
+        "tests/reconciler/test_utils.py",
+        "tests/reconciler/test_cached_slice.py",
+        "tests/reconciler/test_slice_to_fill.py",
+        "tests/reconciler/test_planner.py",
+        "tests/reconciler/test_reconciler.py",
+    ),
     "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler",),
     "endpointslice_operator/reconciler/endpoints.py": ("tests/reconciler",),
     # Add the MCS and EndpointSelector modules here once they exist, with their tests.
 }
 """The modules under mutation testing and the tests that must notice a change in each."""
+
+_SAME_LENGTH = (
+    "len(keys) -> len(states): a parsed body's keys and states are built side by side from "
+    "the same entries, of one length"
+)
 
 EQUIVALENT: dict[str, str] = {
     "endpointslice_operator/reconciler/planner.py:_slice_to_fill:Break->Continue:break": (
@@ -185,6 +197,19 @@ EQUIVALENT: dict[str, str] = {
         "node_hints is read only when close is True: needs_update and update return first "
         "for the default heuristic"
     ),
+    # reconciler/slices.py
+    "endpointslice_operator/reconciler/slices.py:view:And->Or:elif isinstance(uid, str) and uid:": (
+        "_store keeps only non-empty string uids, so a look-up under any other uid misses "
+        "either way and the slice is parsed"
+    ),
+    "endpointslice_operator/reconciler/slices.py:_store:1->2:"
+    "self._endpoints -= len(old[2][1])": _SAME_LENGTH,
+    "endpointslice_operator/reconciler/slices.py:_store:1->2:"
+    "self._endpoints += len(body[1])": _SAME_LENGTH,
+    "endpointslice_operator/reconciler/slices.py:_store:1->2:"
+    "self._endpoints -= len(evicted[2][1])": _SAME_LENGTH,
+    "endpointslice_operator/reconciler/slices.py:forget:1->2:"
+    "self._endpoints -= len(old[2][1])": _SAME_LENGTH,
 }
 """:attr:`Mutant.key` (``module:function:operator:source line``, `` #2`` for the second alike)
 -> why the mutant cannot change behaviour."""
