@@ -84,6 +84,10 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_planner.py",
         "tests/reconciler/test_reconciler.py",
     ),
+    "endpointslice_operator/reconciler/cached_slice.py": (
+        "tests/reconciler/test_cached_slice.py",
+        "tests/controller/test_indexes.py",
+    ),
     "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler",),
     "endpointslice_operator/reconciler/endpoints.py": ("tests/reconciler",),
     # Add the MCS and EndpointSelector modules here once they exist, with their tests.
@@ -210,6 +214,19 @@ EQUIVALENT: dict[str, str] = {
     "self._endpoints -= len(evicted[2][1])": _SAME_LENGTH,
     "endpointslice_operator/reconciler/slices.py:forget:1->2:"
     "self._endpoints -= len(old[2][1])": _SAME_LENGTH,
+    # reconciler/cached_slice.py
+    "endpointslice_operator/reconciler/cached_slice.py:_columns:Break->Continue:break": (
+        "walking on through the record's pod IPs can only pick another string equal to the "
+        "address, held by the same record: the same value, shared either way"
+    ),
+    "endpointslice_operator/reconciler/cached_slice.py:_column_states:True->False:"
+    "columns = zip(self._nodes, self._zones, self._flags, self._names, self._uids, strict=True)": (
+        "the columns are appended side by side in one loop of _columns: one length"
+    ),
+    "endpointslice_operator/reconciler/cached_slice.py:share_pod_strings:True->False:"
+    "for record, name, uid in zip(records, self._names, self._uids, strict=True)": (
+        "records is built from _names, and _names and _uids side by side in _columns: one length"
+    ),
 }
 """:attr:`Mutant.key` (``module:function:operator:source line``, `` #2`` for the second alike)
 -> why the mutant cannot change behaviour."""
