@@ -88,6 +88,11 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_cached_slice.py",
         "tests/controller/test_indexes.py",
     ),
+    "endpointslice_operator/reconciler/ports.py": (
+        "tests/reconciler/test_ports.py",
+        "tests/reconciler/test_util.py",
+        "tests/reconciler/test_utils.py",
+    ),
     "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler",),
     "endpointslice_operator/reconciler/endpoints.py": ("tests/reconciler",),
     # Add the MCS and EndpointSelector modules here once they exist, with their tests.
@@ -226,6 +231,12 @@ EQUIVALENT: dict[str, str] = {
     "endpointslice_operator/reconciler/cached_slice.py:share_pod_strings:True->False:"
     "for record, name, uid in zip(records, self._names, self._uids, strict=True)": (
         "records is built from _names, and _names and _uids side by side in _columns: one length"
+    ),
+    # reconciler/ports.py
+    "endpointslice_operator/reconciler/ports.py:_sort_key:0->1:"
+    "return tuple((value is None, value if value is not None else 0) for value in port)": (
+        "the stand-in for a nil value is compared only with another nil's (the flag before it "
+        "differs otherwise): any constant orders the same"
     ),
 }
 """:attr:`Mutant.key` (``module:function:operator:source line``, `` #2`` for the second alike)
