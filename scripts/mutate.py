@@ -93,6 +93,12 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_util.py",
         "tests/reconciler/test_utils.py",
     ),
+    "endpointslice_operator/reconciler/labels.py": (
+        "tests/reconciler/test_utils.py",
+        "tests/reconciler/test_reconciler.py",
+        "tests/reconciler/test_records.py",
+    ),
+    "endpointslice_operator/reconciler/compact.py": ("tests/reconciler/test_compact.py",),
     "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler",),
     "endpointslice_operator/reconciler/endpoints.py": ("tests/reconciler",),
     # Add the MCS and EndpointSelector modules here once they exist, with their tests.
