@@ -52,6 +52,10 @@ from endpointslice_operator.reconciler.records import (
         ("fe80::1%eth0", None),
         ("1.2.3.256", None),
         ("1.2.3", None),
+        ("1..2.3", None),
+        ("1.2.3.x", None),
+        ("1.2.3.\u0664", None),  # a digit, but not an ASCII one (Arabic-Indic four)
+        ("1.2.3.+4", None),
         ("not-an-ip", None),
         ("", None),
     ],
@@ -511,3 +515,14 @@ def test_hostname_only_for_a_pod_of_the_services_subdomain_and_namespace(
     (group,) = desired.groups["IPv4"].values()
     (endpoint,) = group.endpoints.values()
     assert endpoint.hostname == hostname
+
+
+def test_the_ip_parse_caches_hold_at_most_4096_addresses() -> None:
+    """Pod IPs churn: an unbounded cache grows with the cluster's history (docs/reliability.md,
+    the soak). Both caches keep the 4,096 most recent."""
+    for parse in (canonical_ip, endpoint_ip):
+        parse.cache_clear()
+        for i in range(4100):
+            parse(f"fd00::{i:x}")
+        assert parse.cache_info().currsize == 4096
+        parse.cache_clear()
