@@ -422,7 +422,13 @@ def _run_tests(
         )
     except subprocess.TimeoutExpired:
         return False, time.monotonic() - started  # a mutant that hangs is noticed
+    _last_output[copy_root] = result.stdout.decode(errors="replace")[-3000:]
     return result.returncode == 0, time.monotonic() - started
+
+
+_last_output: dict[Path, str] = {}
+"""The end of the last test run's output per package copy (shown when the unmutated run
+fails)."""
 
 
 def _package_copy(directory: Path) -> Path:
@@ -445,7 +451,10 @@ def run_module(
         original = (copies[0] / module).read_text(encoding="utf-8")
         passed, baseline = _run_tests(copies[0], tests, None)
         if not passed:
-            raise SystemExit(f"{module}: the tests fail without any mutation: {tests}")
+            raise SystemExit(
+                f"{module}: the tests fail without any mutation: {tests}\n"
+                f"{_last_output.get(copies[0], '')}"
+            )
         timeout = max(30.0, 10 * baseline)
         free: queue.SimpleQueue[Path] = queue.SimpleQueue()
         for copy_root in copies:

@@ -67,11 +67,19 @@ def test_jobs_run_mutants_side_by_side_and_count_them_as_one_at_a_time_would() -
         for m in found
         if m.key in mutate.EQUIVALENT and m.function == "_without" and m.operator == "Gt->GtE"
     )
-    lines = {equivalent.line, min(m.line for m in found if m.line > equivalent.line)}
+    # The line after it, `return rest[0] if rest else None`: its `rest[1]` mutant raises
+    # IndexError whenever one candidate is left, which test_merge.py always reaches.
+    (crashing,) = (m for m in found if m.line == equivalent.line + 2 and m.operator == "0->1")
+    lines = {equivalent.line, crashing.line}
     expected = [m for m in found if m.line in lines]
     assert len(expected) >= 3
     total, killed, skipped, survivors = mutate.run_module(module, lines, jobs=2)
-    assert (total, killed, skipped, survivors) == (len(expected), len(expected) - 1, 1, [])
+    assert (total, skipped) == (len(expected), 1)
+    assert killed + len(survivors) == len(expected) - 1
+    assert killed >= 1 and crashing not in survivors
+    # Whether `len(rest) > 2` is noticed depends on the hash seed of the test run (set order
+    # in the view), so the exact split between killed and survived is not asserted here.
+    assert all(m.line in lines for m in survivors)
 
 
 def test_jobs_must_be_at_least_one() -> None:
