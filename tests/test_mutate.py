@@ -77,8 +77,8 @@ def test_jobs_run_mutants_side_by_side_and_count_them_as_one_at_a_time_would() -
     assert (total, skipped) == (len(expected), 1)
     assert killed + len(survivors) == len(expected) - 1
     assert killed >= 1 and crashing not in survivors
-    # Whether `len(rest) > 2` is noticed depends on the hash seed of the test run (set order
-    # in the view), so the exact split between killed and survived is not asserted here.
+    # The split of the other mutant (`len(rest) > 2`) is left to the scores: this test is
+    # about running side by side and counting.
     assert all(m.line in lines for m in survivors)
 
 
