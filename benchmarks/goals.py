@@ -96,7 +96,9 @@ GOALS: tuple[Goal, ...] = (
     # latency
     Goal("propagation_p99_ms", "<= 10x the baseline", ratio_at_most(10)),
     # scale
-    Goal("startup_s", "<= 2x the listing", ratio_at_most(2)),
+    # Stated at 100,000 pods: at quick size the listing takes a tenth of a second and the
+    # interpreter's start and imports (about a second) make the figure, not the cluster.
+    Goal("startup_s", "<= 2x the listing", ratio_at_most(2), modes=("full",)),
     Goal("events_queue_depth_max", "<= the Services", at_most_figure("scale_services")),
     Goal("memory_per_pod_bytes", "<= 1,024 B", value_at_most(1024), modes=("full",)),
     Goal("rss_mb", "<= 250 MB", value_at_most(250), modes=("full",)),

@@ -31,7 +31,7 @@ Key = tuple[str, str, str]  # (action, namespace, name)
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 REGION = "region-1"
-KUBELET_VERSION = "v1.32.0-emulator"
+KUBELET_VERSION = "v1.36.2-emulator"
 DEFAULT_START_DELAY = 1.0
 SCHEDULE, START, READINESS = "schedule", "start", "readiness"
 

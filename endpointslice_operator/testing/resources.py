@@ -260,12 +260,12 @@ def api_resource_list(registry: ResourceRegistry, group: str, version: str) -> J
 
 VERSION_INFO: JSON = {
     "major": "1",
-    "minor": "32",
-    "gitVersion": "v1.32.0-emulator",
+    "minor": "36",
+    "gitVersion": "v1.36.2-emulator",
     "gitCommit": "0000000000000000000000000000000000000000",
     "gitTreeState": "clean",
-    "buildDate": "2025-01-01T00:00:00Z",
-    "goVersion": "go1.23",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "go1.25",
     "compiler": "gc",
     "platform": "linux/amd64",
 }

@@ -58,6 +58,7 @@ def test_goals_stated_at_full_scale_do_not_judge_a_quick_run() -> None:
     assert judged(rss, mode="quick")["rss_mb"] == ""
     assert goal_for("events_per_s_sustained", "quick") is None
     assert goal_for("events_per_s_sustained", "full") is not None
+    assert goal_for("startup_s", "quick") is None and goal_for("startup_s", "full") is not None
 
 
 def test_every_goal_names_a_figure_a_run_reports() -> None:
@@ -99,7 +100,7 @@ def test_the_rendered_tables_carry_the_computed_verdicts(tmp_path: Path) -> None
 
 def test_the_run_prints_a_verdict_per_figure() -> None:
     printed = _table(
-        [Figure("startup_s", 3.0, "s", 2.0), Figure("startup_writes", 1.0, "writes")], "quick"
+        [Figure("startup_s", 3.0, "s", 2.0), Figure("startup_writes", 1.0, "writes")], "full"
     )
     rows = printed.splitlines()
     assert rows[0].split()[-1] == "goal"
