@@ -100,6 +100,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "endpointslice_operator/reconciler/compact.py": ("tests/reconciler/test_compact.py",),
     "endpointslice_operator/reconciler/ipaddr.py": ("tests/reconciler/test_records.py",),
+    "endpointslice_operator/reconciler/trigger_time.py": ("tests/reconciler/test_trigger_time.py",),
     "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler",),
     "endpointslice_operator/reconciler/endpoints.py": ("tests/reconciler",),
     # Add the MCS and EndpointSelector modules here once they exist, with their tests.
@@ -244,6 +245,29 @@ EQUIVALENT: dict[str, str] = {
     "return tuple((value is None, value if value is not None else 0) for value in port)": (
         "the stand-in for a nil value is compared only with another nil's (the flag before it "
         "differs otherwise): any constant orders the same"
+    ),
+    # reconciler/trigger_time.py
+    "endpointslice_operator/reconciler/trigger_time.py:<module>:True->False:"
+    "@dataclass(slots=True)": (
+        "_ServiceState is private and gets no attribute beyond its two fields: without slots "
+        "each instance only gains a __dict__ (memory)"
+    ),
+    "endpointslice_operator/reconciler/trigger_time.py:_earliest:Lt->LtE:"
+    "return candidate if current is None or candidate < current else current": (
+        "on a tie both are the same instant: the result compares equal either way, and the "
+        "stamp is formatted in UTC"
+    ),
+    # reconciler/metrics_cache.py
+    "endpointslice_operator/reconciler/metrics_cache.py:num_desired_slices:LtE->Lt:"
+    "if endpoints <= 0:": ("at 0 endpoints the division below gives 0 as well"),
+    "endpointslice_operator/reconciler/metrics_cache.py:<module>:True->False:"
+    "@dataclass(frozen=True, slots=True) #3": (
+        "_Totals is private and never assigned to after it is built: frozen forbids what "
+        "nothing does"
+    ),
+    "endpointslice_operator/reconciler/metrics_cache.py:<module>:True->False:"
+    "@dataclass(frozen=True, slots=True) #4": (
+        "_Totals is private and frozen: without slots each instance only gains a __dict__ (memory)"
     ),
 }
 """:attr:`Mutant.key` (``module:function:operator:source line``, `` #2`` for the second alike)
