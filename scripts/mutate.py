@@ -101,6 +101,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "endpointslice_operator/reconciler/compact.py": ("tests/reconciler/test_compact.py",),
     "endpointslice_operator/reconciler/ipaddr.py": ("tests/reconciler/test_records.py",),
     "endpointslice_operator/reconciler/trigger_time.py": ("tests/reconciler/test_trigger_time.py",),
+    "endpointslice_operator/reconciler/tracker.py": ("tests/reconciler/test_tracker.py",),
     "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler",),
     "endpointslice_operator/reconciler/endpoints.py": ("tests/reconciler",),
     # Add the MCS and EndpointSelector modules here once they exist, with their tests.
