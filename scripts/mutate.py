@@ -102,6 +102,9 @@ MODULES: dict[str, tuple[str, ...]] = {
     "endpointslice_operator/reconciler/ipaddr.py": ("tests/reconciler/test_records.py",),
     "endpointslice_operator/reconciler/trigger_time.py": ("tests/reconciler/test_trigger_time.py",),
     "endpointslice_operator/reconciler/tracker.py": ("tests/reconciler/test_tracker.py",),
+    "endpointslice_operator/reconciler/metrics_cache.py": (
+        "tests/reconciler/test_metrics_cache.py",
+    ),
     "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler",),
     "endpointslice_operator/reconciler/endpoints.py": ("tests/reconciler",),
     # Add the MCS and EndpointSelector modules here once they exist, with their tests.
