@@ -105,6 +105,17 @@ MODULES: dict[str, tuple[str, ...]] = {
     "endpointslice_operator/reconciler/metrics_cache.py": (
         "tests/reconciler/test_metrics_cache.py",
     ),
+    "endpointslice_operator/reconciler/config.py": ("tests/reconciler/test_records.py",),
+    "endpointslice_operator/reconciler/plan.py": (
+        "tests/reconciler/test_planner.py",
+        "tests/reconciler/test_reconciler.py",
+        "tests/reconciler/test_topology.py",
+    ),
+    "endpointslice_operator/reconciler/service.py": (
+        "tests/reconciler/test_planner.py",
+        "tests/reconciler/test_topology.py",
+        "tests/reconciler/test_reconciler.py",
+    ),
     "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler",),
     "endpointslice_operator/reconciler/endpoints.py": ("tests/reconciler",),
     # Add the MCS and EndpointSelector modules here once they exist, with their tests.

@@ -350,6 +350,10 @@ def test_config_validation() -> None:
     for name in ("", "-x", "a b", "x" * 64, "x/y"):
         with pytest.raises(ValidationError):
             ReconcilerConfig(controller_name=name)
+    # The bounds themselves are valid: a 63-character label value, 1 and 1000 per slice.
+    for good in (1, 1000):
+        edge = ReconcilerConfig(controller_name="x" * 63, max_endpoints_per_slice=good)
+        assert (edge.controller_name, edge.max_endpoints_per_slice) == ("x" * 63, good)
     with pytest.raises(ValidationError):
         config.max_endpoints_per_slice = 5  # type: ignore[misc]
 
