@@ -11,6 +11,14 @@ again; the chart's optional post-delete hook does exactly that. The ``core/v1`` 
 objects the operator wrote (``--write-endpoints`` or the ``<prefix>/endpoints`` annotation) carry
 the same label and are deleted the same way, after the slices.
 
+Multi-Cluster Services: slices imported from other clusters (labelled
+``multicluster.kubernetes.io/source-cluster``) are left alone by default, as are the
+ServiceImports and derived Services of ours: they serve another cluster's endpoints, and a
+cluster that stops running this operator may still want them until the import side is taken
+over. ``--multicluster`` deletes them too: the imported slices, the derived Services (ours, and
+owned by a ServiceImport) and the ServiceImports labelled managed-by ours (in that order). Without
+it, the count of imported slices kept is reported.
+
 It takes ``--kubeconfig``, ``--managed-by``, ``--namespace``, ``--lease-name`` and
 ``--lease-namespace`` like ``run`` (and their ``ENDPOINTSLICE_OPERATOR_*`` variables), plus
 ``--dry-run`` to list without deleting. When the operator's leader-election Lease is held by a
@@ -40,9 +48,10 @@ from endpointslice_operator.controller.cluster_config import (
     load_client_configuration,
 )
 from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY
+from endpointslice_operator.reconciler.mcs import LABEL_SOURCE_CLUSTER
 from endpointslice_operator.settings import Settings, SettingsError, load_settings
 
-__all__ = ["cleanup", "cleanup_endpoints", "main"]
+__all__ = ["cleanup", "cleanup_endpoints", "cleanup_imports", "count_imported", "main"]
 
 PROG = "endpointslice-operator cleanup"
 PAGE_SIZE = 500
@@ -81,6 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--dry-run", action="store_true", help="list what would be deleted, delete nothing"
+    )
+    parser.add_argument(
+        "--multicluster",
+        action="store_true",
+        help="also delete the Multi-Cluster Services import side of ours: imported "
+        "EndpointSlices (label multicluster.kubernetes.io/source-cluster), derived Services and "
+        "ServiceImports (default: kept)",
     )
     return parser
 
@@ -165,17 +181,25 @@ async def _list(kind: _Kind, namespace: str | None, selector: str) -> list[Any]:
 
 
 async def _delete_labelled(
-    settings: Settings, dry_run: bool, kind_of: Callable[[client.ApiClient], _Kind]
+    settings: Settings,
+    dry_run: bool,
+    kind_of: Callable[[client.ApiClient], _Kind],
+    *,
+    also: str = "",
+    keep: Callable[[Any], bool] = lambda _item: False,
 ) -> int:
-    """Delete (or list) the objects of one kind labelled managed-by ours; how many."""
+    """Delete (or list) the objects of one kind labelled managed-by ours (and matching the
+    further label selector ``also``), except those ``keep`` keeps; how many."""
     configuration = await load_client_configuration(settings)
-    selector = f"{LABEL_MANAGED_BY}={settings.managed_by}"
+    selector = f"{LABEL_MANAGED_BY}={settings.managed_by}" + (f",{also}" if also else "")
     count = 0
     resolve_env_proxy(configuration)
     async with OperatorApiClient(configuration, api_timeout=settings.api_timeout) as api_client:
         kind = kind_of(api_client)
         for namespace in settings.namespaces or (None,):
             for item in await _list(kind, namespace, selector):
+                if keep(item):
+                    continue
                 meta = item.metadata
                 where = f"{meta.namespace}/{meta.name}"
                 if dry_run:
@@ -214,9 +238,96 @@ def _endpoints(api_client: client.ApiClient) -> _Kind:
     )
 
 
+def _services(api_client: client.ApiClient) -> _Kind:
+    api = client.CoreV1Api(api_client)
+    return _Kind(
+        "service",
+        api.list_service_for_all_namespaces,
+        api.list_namespaced_service,
+        api.delete_namespaced_service,
+    )
+
+
+def _service_imports(api_client: client.ApiClient) -> _Kind:
+    api = client.CustomObjectsApi(api_client)
+
+    async def list_all(**kwargs: Any) -> Any:
+        return _Page(await api.list_cluster_custom_object(*_MCS, **kwargs))
+
+    async def list_namespaced(namespace: str, **kwargs: Any) -> Any:
+        return _Page(
+            await api.list_namespaced_custom_object(*_MCS[:2], namespace, _MCS[2], **kwargs)
+        )
+
+    async def delete(name: str, namespace: str, body: Any) -> Any:
+        return await api.delete_namespaced_custom_object(
+            *_MCS[:2], namespace, _MCS[2], name, body=body
+        )
+
+    return _Kind("serviceimport", list_all, list_namespaced, delete)
+
+
+_MCS = ("multicluster.x-k8s.io", "v1beta1", "serviceimports")
+
+
+class _Meta:
+    def __init__(self, metadata: Any) -> None:
+        self.namespace = metadata.get("namespace")
+        self.name = metadata.get("name")
+        self.uid = metadata.get("uid")
+        self._continue = metadata.get("continue")
+
+
+class _Item:
+    def __init__(self, body: Any) -> None:
+        self.metadata = _Meta(body.get("metadata") or {})
+
+
+class _Page:
+    """A custom-object listing (plain JSON) shaped as the typed listings :func:`_list` reads."""
+
+    def __init__(self, body: Any) -> None:
+        self.items = [_Item(item) for item in body.get("items") or ()]
+        self.metadata = _Meta(body.get("metadata") or {})
+
+
+def _not_derived(service: Any) -> bool:
+    """Keep a Service of ours unless a ServiceImport owns it (a derived Service)."""
+    refs = service.metadata.owner_references or ()
+    return not any(ref.kind == "ServiceImport" and ref.controller for ref in refs)
+
+
 async def cleanup(settings: Settings, *, dry_run: bool = False) -> int:
-    """Delete (or with ``dry_run`` only list) our slices; returns how many."""
-    return await _delete_labelled(settings, dry_run, _slices)
+    """Delete (or with ``dry_run`` only list) our slices, imported ones excepted; how many."""
+    return await _delete_labelled(settings, dry_run, _slices, also=f"!{LABEL_SOURCE_CLUSTER}")
+
+
+async def count_imported(settings: Settings) -> int:
+    """How many imported slices of ours (Multi-Cluster Services) there are."""
+    configuration = await load_client_configuration(settings)
+    resolve_env_proxy(configuration)
+    selector = f"{LABEL_MANAGED_BY}={settings.managed_by},{LABEL_SOURCE_CLUSTER}"
+    async with OperatorApiClient(configuration, api_timeout=settings.api_timeout) as api_client:
+        kind = _slices(api_client)
+        return sum(
+            [
+                len(await _list(kind, namespace, selector))
+                for namespace in settings.namespaces or (None,)
+            ]
+        )
+
+
+async def cleanup_imports(settings: Settings, *, dry_run: bool = False) -> int:
+    """``--multicluster``: delete (or list) the import side of ours: imported slices, derived
+    Services, ServiceImports (none when the API server does not serve them); how many."""
+    count = await _delete_labelled(settings, dry_run, _slices, also=LABEL_SOURCE_CLUSTER)
+    count += await _delete_labelled(settings, dry_run, _services, keep=_not_derived)
+    try:
+        count += await _delete_labelled(settings, dry_run, _service_imports)
+    except ApiException as exc:
+        if exc.status != 404:  # 404: ServiceImports are not served here
+            raise
+    return count
 
 
 async def cleanup_endpoints(settings: Settings, *, dry_run: bool = False) -> int:
@@ -242,6 +353,11 @@ def main(argv: Sequence[str]) -> int:
             )
         count = asyncio.run(cleanup(settings, dry_run=args.dry_run))
         endpoints = asyncio.run(cleanup_endpoints(settings, dry_run=args.dry_run))
+        if args.multicluster:
+            imports = asyncio.run(cleanup_imports(settings, dry_run=args.dry_run))
+            kept = 0
+        else:
+            imports, kept = 0, asyncio.run(count_imported(settings))
     except ApiException as exc:
         sys.stderr.write(f"{PROG}: the API server refused: {exc.status} {exc.reason}\n")
         return 1
@@ -252,6 +368,16 @@ def main(argv: Sequence[str]) -> int:
     if endpoints:
         sys.stdout.write(
             f"{verb} {endpoints} Endpoints object(s) managed by {settings.managed_by}\n"
+        )
+    if imports:
+        sys.stdout.write(
+            f"{verb} {imports} object(s) of the Multi-Cluster Services import side managed by "
+            f"{settings.managed_by}\n"
+        )
+    if kept:
+        sys.stdout.write(
+            f"kept {kept} imported EndpointSlice(s) (Multi-Cluster Services; --multicluster "
+            "deletes them with their ServiceImports and derived Services)\n"
         )
     sys.stdout.write(f"{verb} {count} EndpointSlice(s) managed by {settings.managed_by}\n")
     return 0

@@ -40,6 +40,8 @@ PROG = "endpointslice-operator endpoints"
 
 TABLE_COLUMNS = ("NAMESPACE", "SERVICE", "PORT", "ADDRESS", "READY", "SERVING", "TERM", "NODE")
 GATHER_COLUMNS = ("NAMESPACE", "SERVICE", "PORT", "ENDPOINTS")
+IMPORT_COLUMNS = (*TABLE_COLUMNS, "CLUSTER")
+"""With ``--service-import``: each endpoint's source cluster too."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,6 +75,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="instead of Services, this EndpointSelector and its slices (repeatable; NAME or "
         "NAMESPACE/NAME; the SERVICE column names it, PORT is its port number, 0 for a "
         "container port name)",
+    )
+    parser.add_argument(
+        "--service-import",
+        metavar="NAME",
+        action="append",
+        help="instead of Services, this ServiceImport (Multi-Cluster Services) and its imported "
+        "slices (repeatable; NAME or NAMESPACE/NAME; the SERVICE column names it, CLUSTER (JSON: "
+        "cluster) is the source cluster of each endpoint)",
     )
     parser.add_argument(
         "--managed-by", metavar="NAME", help="only the slices of this manager (default: all)"
@@ -112,11 +122,12 @@ def _flag(value: bool) -> str:
     return "true" if value else "false"
 
 
-def format_row(change: Change) -> tuple[str, ...]:
-    """The table cells of one change (without the change type)."""
+def format_row(change: Change, *, cluster: bool = False) -> tuple[str, ...]:
+    """The table cells of one change (without the change type); ``cluster``: with the source
+    cluster of each endpoint (``--service-import``)."""
     key, value = change.key, change.endpoint
     if isinstance(key, EndpointKey) and isinstance(value, Endpoint):
-        return (
+        row = (
             key.namespace,
             key.service,
             _port(key),
@@ -126,6 +137,7 @@ def format_row(change: Change) -> tuple[str, ...]:
             _flag(value.terminating),
             value.node or "-",
         )
+        return (*row, value.cluster or "-") if cluster else row
     if isinstance(key, ServicePortKey) and isinstance(value, EndpointGroup):
         listed = ",".join(f"{e.address}:{e.target_port}" for e in value.endpoints)
         return (key.namespace, key.service, _port(key), listed or "-")
@@ -159,13 +171,14 @@ def resolve_scope(
     args: argparse.Namespace, settings: Settings
 ) -> tuple[str | None, list[str] | None]:
     """(namespace to watch, None for all; the Services, or with ``--endpoint-selector`` the
-    EndpointSelectors, each as ``namespace/name``), as kubectl resolves them: ``-A`` every
+    EndpointSelectors, with ``--service-import`` the ServiceImports, each as
+    ``namespace/name``), as kubectl resolves them: ``-A`` every
     namespace, ``-n`` that one, else the kubeconfig context's. A bare NAME is in the namespace
     in use (with ``-A``, in any); a ``NAMESPACE/NAME`` elsewhere widens the watch to every
     namespace (the view still shows only the objects named)."""
     from endpointslice_operator.controller.cluster_config import context_namespace
 
-    named = list(args.endpoint_selector or args.service or [])
+    named = list(args.endpoint_selector or args.service_import or args.service or [])
     if args.all_namespaces:
         return None, named or None
     namespace = args.namespace or context_namespace(settings)
@@ -189,15 +202,17 @@ async def _run(
         stream = watch_endpoints(
             api,
             namespace=namespace,
-            services=None if args.endpoint_selector else named,
+            services=None if args.endpoint_selector or args.service_import else named,
             selector=args.selector,
             endpoint_selectors=named if args.endpoint_selector else None,
+            service_imports=named if args.service_import else None,
             managed_by=args.managed_by,
             policy=args.policy,
             gather=args.gather,
             annotation_prefix=annotation_prefix,
         )
-        header = GATHER_COLUMNS if args.gather else TABLE_COLUMNS
+        cluster = bool(args.service_import) and not args.gather
+        header = GATHER_COLUMNS if args.gather else IMPORT_COLUMNS if cluster else TABLE_COLUMNS
         rows: list[tuple[str, ...]] = []
         synced = False
         try:
@@ -206,9 +221,10 @@ async def _run(
                     if args.watch or change.type != "synced":
                         _emit(json.dumps(change.to_json(), separators=(",", ":")) + "\n")
                 elif not synced and change.type == "added":
-                    rows.append(format_row(change))
+                    rows.append(format_row(change, cluster=cluster))
                 elif change.type != "synced":
-                    _emit("   ".join((change.type.upper(), *format_row(change))) + "\n")
+                    cells = format_row(change, cluster=cluster)
+                    _emit("   ".join((change.type.upper(), *cells)) + "\n")
                 if change.type == "synced":
                     synced = True
                     if args.output == "table":
@@ -235,6 +251,10 @@ def main(argv: Sequence[str]) -> int:
     try:
         if args.endpoint_selector and (args.service or args.selector):
             raise SelectorError("--endpoint-selector cannot be combined with --service/--selector")
+        if args.service_import and (args.service or args.selector or args.endpoint_selector):
+            raise SelectorError(
+                "--service-import cannot be combined with --service/--selector/--endpoint-selector"
+            )
         if args.selector is not None:
             parse_selector(args.selector)
         settings_argv = ["--kubeconfig", args.kubeconfig] if args.kubeconfig else []

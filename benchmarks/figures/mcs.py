@@ -89,9 +89,9 @@ async def _export(kube: Kube, name: str) -> None:
 
 
 async def _settled(op: OperatorProcess, keys: int) -> bool:
-    adds = await op.metric(r'workqueue_adds_total\{name="mcs_import"\}')
-    depth = await op.metric(r'workqueue_depth\{name="mcs_import"\}')
-    busy = await op.metric(r'workqueue_unfinished_work_seconds\{name="mcs_import"\}')
+    adds = await op.metric(r'workqueue_adds_total\{name="endpoint_slice"\}')
+    depth = await op.metric(r'workqueue_depth\{name="endpoint_slice"\}')
+    busy = await op.metric(r'workqueue_unfinished_work_seconds\{name="endpoint_slice"\}')
     assert adds >= keys and depth == 0 and busy == 0, (adds, depth, busy)
     return True
 
@@ -128,7 +128,7 @@ async def _run(mode: str, workdir: Path) -> list[Figure]:
                 str(west_plane.kubeconfig),
             )
             west_args = (*args, "--mcs-peer", str(east_plane.kubeconfig))
-            async with east_op:
+            async with east_op as e:
                 async with running(west_plane.kubeconfig, workdir / "west.log", *west_args) as w:
                     await eventually(lambda: _settled(w, services), timeout=600, interval=0.5)
 
@@ -139,6 +139,9 @@ async def _run(mode: str, workdir: Path) -> list[Figure]:
 
                     await eventually(imported, timeout=600, interval=0.5)
                     await eventually(lambda: _settled(w, services), timeout=600, interval=0.5)
+                    # East imports its own exports too, through the same write budget as its
+                    # slices: the flips start once that is done, not behind it.
+                    await eventually(lambda: _settled(e, services), timeout=600, interval=0.5)
                     cold_writes = await w.metric(WRITES)
                     latency = await _flips(east, west, flips)
                 # Restart west's operator with nothing changed.

@@ -53,7 +53,6 @@ from endpointslice_operator.controller.optin import UPSTREAM_CONTROLLER_NAME
 from endpointslice_operator.controller.owners import split_owner_key, tracker_name
 from endpointslice_operator.controller.queue import ServiceQueue
 from endpointslice_operator.controller.reset import Watermark
-from endpointslice_operator.reconciler.mcs import LABEL_SOURCE_CLUSTER
 from endpointslice_operator.reconciler.mirroring import MIRRORING_CONTROLLER_NAME
 from endpointslice_operator.reconciler.records import PodRecord, pod_record
 from endpointslice_operator.reconciler.sources import (
@@ -419,10 +418,9 @@ class EventRouter:
     # -- endpoint slices ----------------------------------------------------------------------
 
     def on_slice(self, event_type: str | None, endpoint_slice: Mapping[str, Any]) -> None:
-        metadata = endpoint_slice.get("metadata")
-        labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
-        if isinstance(labels, Mapping) and LABEL_SOURCE_CLUSTER in labels:
-            return  # an imported slice (Multi-Cluster Services): controller/mcs/ manages it
+        # An imported slice (Multi-Cluster Services) is filed under its ServiceImport's key
+        # (``serviceimport:ns/name``, see controller/owners/), never under the derived Service
+        # its ``kubernetes.io/service-name`` names: the Service path leaves it alone.
         namespace, name, ref = slice_ref(endpoint_slice)
         if not name:
             log.warning("ignoring an EndpointSlice event without a name")

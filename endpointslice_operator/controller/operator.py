@@ -61,9 +61,10 @@ from endpointslice_operator.controller.kopf_wiring import (
 from endpointslice_operator.controller.leader import LeaderElector
 from endpointslice_operator.controller.list_watch import KINDS, ListWatcher
 from endpointslice_operator.controller.mcs.controller import MulticlusterController
+from endpointslice_operator.controller.mcs.imports import MulticlusterSyncError
 from endpointslice_operator.controller.mirroring import MirroringSyncer, MirroringSyncError
 from endpointslice_operator.controller.networks import NetworkAnnotations
-from endpointslice_operator.controller.owners import ENDPOINT_SELECTOR, OwnerSyncs
+from endpointslice_operator.controller.owners import ENDPOINT_SELECTOR, SERVICE_IMPORT, OwnerSyncs
 from endpointslice_operator.controller.owners.endpoint_selector import (
     EndpointSelectorIndex,
     EndpointSelectorSyncer,
@@ -84,7 +85,6 @@ from endpointslice_operator.controller.sync import ServiceSyncer, SyncError
 from endpointslice_operator.controller.writer import ApiError, SliceWriter, raise_for_status
 from endpointslice_operator.metrics import OperatorMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
-from endpointslice_operator.reconciler.mcs import LABEL_SOURCE_CLUSTER
 from endpointslice_operator.reconciler.topology import TopologyCache
 from endpointslice_operator.reconciler.tracker import StaleInformerCache
 from endpointslice_operator.settings import Settings
@@ -95,6 +95,7 @@ log = logging.getLogger(__name__)
 
 ENDPOINTS_EVENT_COMPONENT = "endpoint-controller"
 MIRRORING_EVENT_COMPONENT = "endpoint-slice-mirroring-controller"
+MULTICLUSTER_EVENT_COMPONENT = "multicluster-controller"
 """Event source components of upstream's Endpoints and mirroring controllers."""
 RELIST_QUIET_PERIOD = 2.0
 """A re-listing counts as complete once no listing event has come for this long."""
@@ -168,7 +169,7 @@ class Operator:
         """The queue's handler: Service keys to ``syncer``, other owner kinds to theirs."""
         self.queue: ServiceQueue | None = None
         self.multicluster: MulticlusterController | None = None
-        """The multi-cluster controller of the current term (``--multicluster``)."""
+        """The multi-cluster controller of the current round (``--multicluster``)."""
         self.api_client: ApiClient | None = None
         self.health: HealthServer | None = None
         self._stop = asyncio.Event()
@@ -372,6 +373,7 @@ class Operator:
                     on_signal=self.stop,
                 )
             )
+        self._start_multicluster(api_client, configuration, router)
         await self._run_tasks(configuration, api_client, router, syncer)
 
     async def _run_tasks(
@@ -653,10 +655,6 @@ class Operator:
         """How many objects of ``kind`` the API server holds in the watched scope now."""
         core, discovery = CoreV1Api(api_client), DiscoveryV1Api(api_client)
         namespaces = list(self.settings.namespaces)
-        # Imported slices (Multi-Cluster Services) are not indexed here (handlers.on_slice).
-        only: dict[str, Any] = (
-            {"label_selector": f"!{LABEL_SOURCE_CLUSTER}"} if kind == "endpointslices" else {}
-        )
         calls: list[Awaitable[Any]]
         if kind == "nodes":
             calls = [core.list_node(limit=1, _preload_content=False)]
@@ -666,14 +664,14 @@ class Operator:
                 "pods": core.list_namespaced_pod,
                 "endpointslices": discovery.list_namespaced_endpoint_slice,
             }[kind]
-            calls = [namespaced(ns, limit=1, _preload_content=False, **only) for ns in namespaces]
+            calls = [namespaced(ns, limit=1, _preload_content=False) for ns in namespaces]
         else:
             everywhere = {
                 "services": core.list_service_for_all_namespaces,
                 "pods": core.list_pod_for_all_namespaces,
                 "endpointslices": discovery.list_endpoint_slice_for_all_namespaces,
             }[kind]
-            calls = [everywhere(limit=1, _preload_content=False, **only)]
+            calls = [everywhere(limit=1, _preload_content=False)]
         total = 0
         for call in calls:
             body = await raise_for_status(await call)
@@ -785,6 +783,7 @@ class Operator:
                 SyncError,
                 MirroringSyncError,
                 EndpointsSyncError,
+                MulticlusterSyncError,
                 ApiError,
                 aiohttp.ClientError,
                 OSError,
@@ -795,6 +794,7 @@ class Operator:
         self.queue = queue
         syncer.start_term()
         owners = self.owners if self.owners is not None else OwnerSyncs(syncer.sync)
+        multicluster = self._multicluster(syncer)
         owners.start_term()
         router.tracker = syncer.tracker
         router.queue = queue
@@ -809,7 +809,6 @@ class Operator:
         waiter = asyncio.create_task(lost.wait())
         releaser = asyncio.create_task(router.release_when_quiet(), name="release-held")
         sweeper = asyncio.create_task(_sweep_unlabelled(syncer, leftovers), name="leftovers")
-        multicluster = self._multicluster()
         try:
             await asyncio.wait({runner, waiter, *multicluster}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -833,16 +832,24 @@ class Operator:
                 await asyncio.gather(
                     runner, waiter, releaser, sweeper, *multicluster, return_exceptions=True
                 )
-                self.multicluster = None
             log.info("workers stopped")
 
-    def _multicluster(self) -> set[asyncio.Task[None]]:
-        """With ``--multicluster``: the multi-cluster controller for this term (see
-        controller/mcs/), or nothing."""
-        if not self.settings.multicluster or self.api_client is None:
-            return set()
+    def _start_multicluster(
+        self, api_client: ApiClient, configuration: Configuration, router: EventRouter
+    ) -> None:
+        """With ``--multicluster``: the multi-cluster controller of this round (see
+        controller/mcs/). Its watches run on every replica (a new leader starts with warm
+        caches); its ImportSyncer is the syncer of ServiceImport keys; :meth:`_work` runs its
+        leading part (peer probes and Leases, queueing) for each term."""
+        self.multicluster = None
+        syncer, owners = self.syncer, self.owners
+        if not self.settings.multicluster or syncer is None or owners is None:
+            return
         self.multicluster = MulticlusterController(
-            self.api_client,
+            api_client,
+            requeue=router.requeue,
+            configuration=configuration,
+            on_signal=self.stop,
             peers=self.settings.mcs_peers,
             config=self.config,
             lease_namespace=self.settings.resolved_lease_namespace(),
@@ -850,13 +857,27 @@ class Operator:
             lease_label=f"{self.settings.annotation_prefix}/mcs-peer",
             peer_timeout=self.settings.mcs_peer_timeout,
             namespaces=self.settings.namespaces,
-            workers=self.settings.workers,
-            qps=self.settings.qps,
-            burst=self.settings.burst,
-            workqueue_metrics=self.metrics.workqueue,
             metrics=self.metrics.multicluster,
+            writer=syncer.writer,
+            budget=syncer.budget,
+            tracker=syncer.tracker,
+            recorder=EventRecorder(
+                api_client,
+                component=MULTICLUSTER_EVENT_COMPONENT,
+                instance=self.identity,
+                budget=syncer.budget,
+                fence=self._fence,
+            ),
         )
-        return {asyncio.create_task(self.multicluster.run(), name="multicluster")}
+        owners.others[SERVICE_IMPORT.kind] = self.multicluster.syncer
+        self._spawn(self.multicluster.watch())
+
+    def _multicluster(self, syncer: ServiceSyncer) -> set[asyncio.Task[None]]:
+        """The multi-cluster controller's leading part for this term (or nothing)."""
+        if self.multicluster is None:
+            return set()
+        self.multicluster.syncer.tracker = syncer.tracker  # this term's (see start_term)
+        return {asyncio.create_task(self.multicluster.lead(), name="multicluster")}
 
     # -- health -----------------------------------------------------------------------------
 

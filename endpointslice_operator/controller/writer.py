@@ -144,6 +144,13 @@ class ObjectWriter:
         path = self._path(metadata["namespace"], metadata["name"])
         return await self._send("PUT", path, obj)
 
+    async def replace_status(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT of the ``status`` subresource by name (``metadata.resourceVersion``: a stale
+        cache is refused with 409 Conflict)."""
+        metadata = obj["metadata"]
+        path = self._path(metadata["namespace"], metadata["name"]) + "/status"
+        return await self._send("PUT", path, obj)
+
     async def delete(self, obj: Mapping[str, Any]) -> bool:
         """DELETE, only if it is still the object we saw (the preconditions).
 

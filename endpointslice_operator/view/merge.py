@@ -34,6 +34,7 @@ from endpointslice_operator.controller.selectors import Selector
 from endpointslice_operator.reconciler.labels import LABEL_SERVICE_NAME
 from endpointslice_operator.view.model import (
     LABEL_ENDPOINT_SELECTOR_NAME,
+    LABEL_MCS_SERVICE_NAME,
     Change,
     Endpoint,
     EndpointGroup,
@@ -168,9 +169,15 @@ class EndpointView:
         service_filter: ServiceFilter | None = None,
         managed_by: str | None = None,
         endpoint_selectors: bool = False,
+        service_imports: bool = False,
     ) -> None:
         """``endpoint_selectors``: the owners fed to :meth:`apply_service` are EndpointSelectors
-        and the slices are theirs (by ``endpointslice-operator.io/endpoint-selector-name``)."""
+        and the slices are theirs (by ``endpointslice-operator.io/endpoint-selector-name``).
+        ``service_imports``: the owners are ServiceImports (Multi-Cluster Services; their
+        ``spec.ports`` read as a Service's) and the slices their imported ones (by
+        ``multicluster.kubernetes.io/service-name``), each endpoint with its source cluster."""
+        if endpoint_selectors and service_imports:
+            raise ValueError("endpoint_selectors and service_imports exclude each other")
         if policy not in ("ready", "serving", "all"):
             raise ValueError(f"policy must be ready, serving or all, not {policy!r}")
         self.policy: Policy = policy
@@ -178,7 +185,11 @@ class EndpointView:
         self.managed_by = managed_by
         self._parse_owner = parse_endpoint_selector if endpoint_selectors else parse_service
         self._owner_label = (
-            LABEL_ENDPOINT_SELECTOR_NAME if endpoint_selectors else LABEL_SERVICE_NAME
+            LABEL_ENDPOINT_SELECTOR_NAME
+            if endpoint_selectors
+            else LABEL_MCS_SERVICE_NAME
+            if service_imports
+            else LABEL_SERVICE_NAME
         )
         self._services: dict[tuple[str, str], _Service] = {}
         self._slices: dict[tuple[str, str], ParsedSlice] = {}

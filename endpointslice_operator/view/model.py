@@ -27,6 +27,8 @@ model, and the ``endpoints`` command with it, loads without the reconciler and p
 __all__ = [
     "DEFAULT_ANNOTATION_PREFIX",
     "LABEL_ENDPOINT_SELECTOR_NAME",
+    "LABEL_MCS_SERVICE_NAME",
+    "LABEL_SOURCE_CLUSTER",
     "POLICIES",
     "Change",
     "ChangeType",
@@ -47,6 +49,10 @@ __all__ = [
 DEFAULT_ANNOTATION_PREFIX = "endpointslice-operator.io"
 LABEL_ENDPOINT_SELECTOR_NAME = "endpointslice-operator.io/endpoint-selector-name"
 """The label naming an EndpointSelector on its slices (docs/endpointselector.md)."""
+LABEL_MCS_SERVICE_NAME = "multicluster.kubernetes.io/service-name"
+"""The label naming a ServiceImport on its imported slices (docs/multicluster.md)."""
+LABEL_SOURCE_CLUSTER = "multicluster.kubernetes.io/source-cluster"
+"""The cluster an imported slice's endpoints come from."""
 
 Policy = Literal["ready", "serving", "all"]
 POLICIES: tuple[Policy, ...] = ("ready", "serving", "all")
@@ -99,9 +105,13 @@ class Endpoint(NamedTuple):
     """The target Pod's name (``targetRef`` of kind Pod), in the slice's namespace."""
     slice: str
     """The EndpointSlice this endpoint was taken from (ready wins among duplicates)."""
+    cluster: str | None = None
+    """The source cluster of an imported slice (Multi-Cluster Services: its
+    ``multicluster.kubernetes.io/source-cluster`` label, in the view of a ServiceImport as in
+    that of its derived Service); None for a cluster's own slices."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        found = {
             "address": self.address,
             "target_port": self.target_port,
             "ready": self.ready,
@@ -113,6 +123,9 @@ class Endpoint(NamedTuple):
             "pod": self.pod,
             "slice": self.slice,
         }
+        if self.cluster is not None:
+            found["cluster"] = self.cluster
+        return found
 
 
 class EndpointGroup(NamedTuple):
@@ -245,9 +258,13 @@ def _opt_str(value: Any) -> str | None:
     return sys.intern(value) if isinstance(value, str) and value else None
 
 
-def _endpoints(raw_endpoints: Any, slice_name: str) -> list[tuple[str, tuple[Any, ...]]]:
+_EndpointRest = tuple[bool, bool, bool, str | None, str | None, tuple[str, ...], str | None, str]
+"""The :class:`Endpoint` fields from ``ready`` to ``slice``."""
+
+
+def _endpoints(raw_endpoints: Any, slice_name: str) -> list[tuple[str, _EndpointRest]]:
     """(address, the Endpoint fields after target_port) per endpoint kube-proxy would use."""
-    found: list[tuple[str, tuple[Any, ...]]] = []
+    found: list[tuple[str, _EndpointRest]] = []
     for raw in raw_endpoints if isinstance(raw_endpoints, list) else ():
         endpoint = _mapping(raw)
         addresses = endpoint.get("addresses")
@@ -299,8 +316,10 @@ def parse_slice(
         return None
     if managed_by is not None and labels.get(LABEL_MANAGED_BY) != managed_by:
         return None
+    source = labels.get(LABEL_SOURCE_CLUSTER)
+    cluster = sys.intern(source) if isinstance(source, str) and source else None
     name = sys.intern(name)
-    endpoints: list[tuple[str, tuple[Any, ...]]] | None = None
+    endpoints: list[tuple[str, _EndpointRest]] | None = None
     ports: list[SlicePort] = []
     raw_ports = obj.get("ports")
     for raw in raw_ports if isinstance(raw_ports, list) else ():
@@ -316,7 +335,7 @@ def parse_slice(
             (
                 sys.intern(port_name),
                 protocol if isinstance(protocol, str) else "TCP",
-                tuple(Endpoint(address, number, *rest) for address, rest in endpoints),
+                tuple(Endpoint(address, number, *rest, cluster) for address, rest in endpoints),
             )
         )
     version = str(metadata.get("resourceVersion") or "")

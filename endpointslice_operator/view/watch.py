@@ -54,6 +54,9 @@ KINDS = ("services", "endpointslices")
 SELECTOR_KINDS = ("endpointselectors", "endpointslices")
 """What the view of EndpointSelectors lists and watches (``endpoint_selectors=``)."""
 SELECTOR_GROUP_VERSION = "endpointslice-operator.io/v1alpha1"
+IMPORT_KINDS = ("serviceimports", "endpointslices")
+"""What the view of ServiceImports lists and watches (``service_imports=``)."""
+IMPORT_GROUP_VERSION = "multicluster.x-k8s.io/v1beta1"
 
 
 class ViewError(RuntimeError):
@@ -174,6 +177,7 @@ async def watch_endpoints(
     backoff: float = 1.0,
     server_timeout: float = 300.0,
     endpoint_selectors: Iterable[str] | str | None = None,
+    service_imports: Iterable[str] | str | None = None,
 ) -> AsyncGenerator[Change, None]:
     """The endpoints of the selected Services as a stream of changes.
 
@@ -189,25 +193,34 @@ async def watch_endpoints(
     these EndpointSelectors (docs/endpointselector.md) and their slices; the key's ``service``
     is the EndpointSelector's name, its ``port`` the EndpointSelector's port number (0 for a
     container port name: each endpoint's ``target_port`` has the number).
+    ``service_imports`` (names, or ``namespace/name``): instead of Services, the view of these
+    ServiceImports (Multi-Cluster Services, docs/multicluster.md) and their imported slices;
+    each endpoint's ``cluster`` is the source cluster it was imported from.
     """
     on_selectors = endpoint_selectors is not None
+    on_imports = service_imports is not None
+    if on_selectors and on_imports:
+        raise ValueError("endpoint_selectors and service_imports exclude each other")
     view = EndpointView(
         policy=policy,
         service_filter=service_filter(
             namespace=namespace,
-            services=endpoint_selectors if on_selectors else services,
+            services=(
+                endpoint_selectors if on_selectors else service_imports if on_imports else services
+            ),
             selector=selector,
             annotation_prefix=annotation_prefix,
         ),
         managed_by=managed_by,
         endpoint_selectors=on_selectors,
+        service_imports=on_imports,
     )
     scopes: list[str | None] = [namespace]
-    kinds = SELECTOR_KINDS if on_selectors else KINDS
+    kinds = SELECTOR_KINDS if on_selectors else IMPORT_KINDS if on_imports else KINDS
     feed = _Feed(view, scopes, kinds)
     tasks: list[asyncio.Task[None]] = []
-    # Server-side narrowing is by Service name: not for EndpointSelectors' slices.
-    selectors = {} if on_selectors else _server_selectors(services, selector)
+    # Server-side narrowing is by Service name: not for EndpointSelectors' or imports' slices.
+    selectors = {} if on_selectors or on_imports else _server_selectors(services, selector)
     for kind in kinds:
         watcher = ListWatcher(
             api,
@@ -222,7 +235,13 @@ async def watch_endpoints(
             client_timeout=server_timeout + 60.0,
             label_selector=selectors.get(kind, {}).get("label_selector"),
             field_selector=selectors.get(kind, {}).get("field_selector"),
-            group_version=SELECTOR_GROUP_VERSION if kind == "endpointselectors" else "",
+            group_version=(
+                SELECTOR_GROUP_VERSION
+                if kind == "endpointselectors"
+                else IMPORT_GROUP_VERSION
+                if kind == "serviceimports"
+                else ""
+            ),
         )
         task = asyncio.create_task(watcher.run())
         task.add_done_callback(functools.partial(feed.on_done, kind))

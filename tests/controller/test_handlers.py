@@ -9,6 +9,7 @@ import pytest
 
 from endpointslice_operator.controller.handlers import EventRouter
 from endpointslice_operator.controller.indexes import Indexes
+from endpointslice_operator.controller.owners import tracker_for_owners
 from endpointslice_operator.controller.queue import ServiceQueue
 from endpointslice_operator.reconciler.topology import TopologyCache
 from endpointslice_operator.reconciler.tracker import EndpointSliceTracker
@@ -273,15 +274,32 @@ async def test_a_recreated_pod_survives_late_events_of_its_predecessor(h: Harnes
     assert h.indexes.pods.get("ns", "web-0") is None
 
 
-async def test_imported_slices_are_left_to_the_multicluster_controller(h: Harness) -> None:
-    """A slice of ours labelled with a source cluster (Multi-Cluster Services) is not indexed
-    for its Service (the derived Service is not opted in: the slice controller would delete it)
-    and triggers nothing."""
-    imported = _slice("derived-1", "i1", 1)
-    imported["metadata"]["labels"]["kubernetes.io/service-name"] = "a"
+async def test_imported_slices_are_filed_under_their_service_import(h: Harness) -> None:
+    """A slice of ours labelled with a source cluster (Multi-Cluster Services) is filed under
+    its ServiceImport's key (``serviceimport:ns/web``), never under the derived Service its
+    ``kubernetes.io/service-name`` names (that Service is not opted in: the Service path would
+    delete it); a change nobody tracked queues the import key, the echo of a tracked write
+    queues nothing."""
+    h.router.tracker = tracker_for_owners()
+    imported = _slice("derived-1", "i1", 1, service_name="derived-abc")
+    imported["metadata"]["labels"]["multicluster.kubernetes.io/service-name"] = "web"
     imported["metadata"]["labels"]["multicluster.kubernetes.io/source-cluster"] = "east"
-    for event in ("ADDED", "MODIFIED", "DELETED"):
-        h.router.on_slice(event, imported)
-        assert h.indexes.slices.ref("ns", "derived-1") is None
-        assert h.queued() == set() and h.queue.delayed == 0
-    assert h.indexes.counts()["endpointslices"] == 0
+    h.router.on_slice("ADDED", imported)
+    assert h.indexes.slices.ref("ns", "derived-1") is not None
+    assert [s["metadata"]["name"] for s in h.indexes.slices.ours("serviceimport:ns/web")] == [
+        "derived-1"
+    ]
+    assert h.indexes.slices.ours("ns/derived-abc") == []
+    assert h.queue.delayed == 1  # nobody tracked it: the import key, after the slice delay
+    assert "serviceimport:ns/web" in h.router.all_keys()
+    assert "ns/derived-abc" not in h.router.all_keys()
+    h.fresh_queue()
+    written = copy.deepcopy(imported)
+    written["metadata"]["generation"] = 2
+    h.router.tracker.update(written)
+    h.router.on_slice("MODIFIED", written)
+    assert h.queue.delayed == 0  # our own write coming back
+    h.router.on_slice("DELETED", written)  # deleted by someone else
+    assert h.indexes.slices.ref("ns", "derived-1") is None
+    assert h.queue.delayed == 1
+    assert h.queued() == set()  # no Service key, the derived one included

@@ -8,6 +8,7 @@ from endpointslice_operator.controller.indexes import SliceIndex, slice_ref
 from endpointslice_operator.controller.owners import (
     ENDPOINT_SELECTOR,
     SERVICE,
+    SERVICE_IMPORT,
     OwnerSyncs,
     owner_of_slice,
     split_owner_key,
@@ -117,4 +118,53 @@ async def test_owner_syncs_route_by_kind() -> None:
     assert syncs.all_keys() == ["endpointselector:ns/x"]
     # A kind without a syncer (switched off): its keys are left alone.
     await OwnerSyncs(service_sync).sync("endpointselector:ns/web")
+    assert services == ["ns/web"]
+
+
+IMPORTED_LABELS = {
+    "endpointslice.kubernetes.io/managed-by": "ours",
+    "kubernetes.io/service-name": "derived-gapqrqeg1j",
+    "multicluster.kubernetes.io/service-name": "web",
+    "multicluster.kubernetes.io/source-cluster": "east",
+}
+
+
+def test_service_import_is_an_owner_kind() -> None:
+    key = SERVICE_IMPORT.key("ns", "web")
+    assert key == "serviceimport:ns/web"
+    assert split_owner_key(key) == (SERVICE_IMPORT, "ns", "web")
+    assert tracker_name(key) == ("ns", "serviceimport:web")
+    # The import's label wins over the derived Service's name on an imported slice.
+    assert owner_of_slice("ns", IMPORTED_LABELS) == "serviceimport:ns/web"
+    index = SliceIndex("ours")
+    index.put(_slice(IMPORTED_LABELS))
+    assert [s["metadata"]["name"] for s in index.ours("serviceimport:ns/web")] == ["s-1"]
+    assert index.ours("ns/derived-gapqrqeg1j") == []
+    assert index.services_with_ours() == ["serviceimport:ns/web"]
+
+
+def test_tracker_files_imported_slices_under_the_import() -> None:
+    tracker = tracker_for_owners()
+    imported = _slice(IMPORTED_LABELS, uid="i", generation=3)
+    tracker.update(imported)
+    assert dict(tracker.generations("ns", "serviceimport:web") or {}) == {"i": 3}
+    assert tracker.generations("ns", "derived-gapqrqeg1j") is None
+    assert tracker.should_sync(imported) is False
+
+
+@pytest.mark.asyncio
+async def test_import_keys_go_to_the_import_syncer() -> None:
+    services: list[str] = []
+
+    async def service_sync(key: str) -> None:
+        services.append(key)
+
+    imports, selectors = _Recorder(), _Recorder()
+    syncs = OwnerSyncs(service_sync, {"EndpointSelector": selectors, "ServiceImport": imports})
+    await syncs.sync("serviceimport:ns/web")
+    await syncs.sync("ns/web")
+    assert imports.keys == ["serviceimport:ns/web"]
+    assert selectors.keys == [] and services == ["ns/web"]
+    # --multicluster off: import keys (of imported slices left in the index) are left alone.
+    await OwnerSyncs(service_sync).sync("serviceimport:ns/web")
     assert services == ["ns/web"]

@@ -16,7 +16,16 @@ import pytest
 from endpointslice_operator import demo
 from endpointslice_operator.controller import main as run_command
 from endpointslice_operator.testing import run_emulator
-from tests.e2e.harness import NS, addresses, cluster, eventually, foreign_slice, pod, service
+from tests.e2e.harness import (
+    NS,
+    addresses,
+    cluster,
+    eventually,
+    foreign_slice,
+    pod,
+    service,
+    service_body,
+)
 
 
 def test_demo_runs_and_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
@@ -193,6 +202,57 @@ async def test_cleanup_deletes_only_our_slices(tmp_path: Path) -> None:
         assert remaining == {"web-kcm"}
         assert ours and theirs
         assert emu.requests.count(verb="delete", resource="endpointslices") == 3
+
+
+async def test_cleanup_keeps_the_multicluster_import_side_unless_asked() -> None:
+    """Imported slices (label multicluster.kubernetes.io/source-cluster) and derived Services
+    are kept by default; ``--multicluster`` deletes them (ServiceImports are not served by the
+    emulator: none to delete, no failure)."""
+    async with run_emulator() as emu:
+        cluster(emu)
+        foreign_slice(emu, "web-a", "web", "endpointslice-operator.io")
+        imported = foreign_slice(emu, "imp-1", "derived-x", "endpointslice-operator.io")
+        imported["metadata"]["labels"]["multicluster.kubernetes.io/service-name"] = "web"
+        imported["metadata"]["labels"]["multicluster.kubernetes.io/source-cluster"] = "east"
+        emu.store.update(imported)
+        owner = {"apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceImport"}
+        ours = {"endpointslice.kubernetes.io/managed-by": "endpointslice-operator.io"}
+        derived = service_body("derived-x", selector=None, labels=ours, opt_in=False)
+        # The emulator serves no ServiceImports: the owner's uid is one its garbage collector
+        # finds (the namespace's), so that it leaves the derived Service alone.
+        namespace = emu.store.get("namespaces", None, NS)
+        assert namespace is not None
+        uid = namespace["metadata"]["uid"]
+        derived["metadata"]["ownerReferences"] = [
+            {**owner, "name": "web", "uid": uid, "controller": True}
+        ]
+        emu.store.create(derived)
+        service(emu, "mine", labels=ours, opt_in=False)
+        kubeconfig = str(emu.kubeconfig_path)
+        code, out, _ = await _cli("cleanup", "--kubeconfig", kubeconfig)
+        assert (code, out) == (
+            0,
+            [
+                f"deleted endpointslice {NS}/web-a",
+                "kept 1 imported EndpointSlice(s) (Multi-Cluster Services; --multicluster "
+                "deletes them with their ServiceImports and derived Services)",
+                "deleted 1 EndpointSlice(s) managed by endpointslice-operator.io",
+            ],
+        )
+        code, out, _ = await _cli("cleanup", "--kubeconfig", kubeconfig, "--multicluster")
+        assert (code, out) == (
+            0,
+            [
+                f"deleted endpointslice {NS}/imp-1",
+                f"deleted service {NS}/derived-x",
+                "deleted 2 object(s) of the Multi-Cluster Services import side managed by "
+                "endpointslice-operator.io",
+                "deleted 0 EndpointSlice(s) managed by endpointslice-operator.io",
+            ],
+        )
+        assert emu.store.list("endpointslices") == []
+        assert {s["metadata"]["name"] for s in emu.store.list("services")} >= {"mine"}
+        assert "derived-x" not in {s["metadata"]["name"] for s in emu.store.list("services")}
 
 
 async def test_cleanup_deletes_our_endpoints_objects_too() -> None:

@@ -5,6 +5,8 @@ ServiceImport, its derived Service, and the imported slices that follow the sour
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -182,6 +184,14 @@ async def test_export_in_east_is_imported_in_both_clusters_and_follows_readiness
 
             for client in (west, kube):
                 await eventually(lambda c=client: scaled(c), timeout=90)
+            # The endpoint view of the import in west: every endpoint, its source cluster.
+            view = await endpoints_command(
+                west, "--service-import", "web", "-n", ns, "--policy", "all", "-o", "json"
+            )
+            assert {(r["key"]["service"], r["endpoint"]["cluster"]) for r in view} == {
+                ("web", "east")
+            }
+            assert {r["key"]["address"] for r in view} == wanted
             # Pods deleted in east leave the imports.
             for i in range(5):
                 await kube.delete(
@@ -216,6 +226,25 @@ async def test_export_in_east_is_imported_in_both_clusters_and_follows_readiness
 
 
 # -- helpers for the scenarios below ------------------------------------------------------------
+
+
+async def endpoints_command(client: Kube, *args: str) -> list[Any]:
+    """``endpointslice-operator endpoints --kubeconfig <client's> *args``: its JSON lines."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "endpointslice_operator",
+        "endpoints",
+        "--kubeconfig",
+        str(client.kubeconfig),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    async with asyncio.timeout(DEADLINE):
+        out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    return [json.loads(line) for line in out.decode().splitlines() if line.strip()]
 
 
 async def prepare(kube: Kube, west: Kube, ns: str, *, west_namespace: bool = True) -> None:
@@ -258,10 +287,10 @@ def by_source(items: list[Any]) -> dict[str, set[str]]:
 
 
 async def settled(op: Any) -> bool:
-    """The operator's import queue has run and is idle."""
-    adds = await op.metric(r'workqueue_adds_total\{name="mcs_import"\}')
-    depth = await op.metric(r'workqueue_depth\{name="mcs_import"\}')
-    unfinished = await op.metric(r'workqueue_unfinished_work_seconds\{name="mcs_import"\}')
+    """The operator's work queue (import keys included) has run and is idle."""
+    adds = await op.metric(r'workqueue_adds_total\{name="endpoint_slice"\}')
+    depth = await op.metric(r'workqueue_depth\{name="endpoint_slice"\}')
+    unfinished = await op.metric(r'workqueue_unfinished_work_seconds\{name="endpoint_slice"\}')
     assert adds >= 1 and depth == 0 and unfinished == 0, (adds, depth, unfinished)
     return True
 
@@ -560,4 +589,69 @@ async def test_an_unreachable_peer_keeps_its_slices_until_its_lease_expires(
             await eventually(from_west, timeout=90)
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n--- east:\n{east_op.log()[-4000:]}") from exc
+    await west.delete(f"/api/v1/namespaces/{ns}")
+
+
+async def test_a_standby_keeps_warm_caches_and_takes_over_without_writes(
+    kube: Kube, west: Kube, west_plane: ControlPlane, ns: str, log_dir: Path
+) -> None:
+    """Two replicas in east with leader election: the standby lists and watches the
+    multi-cluster kinds (this cluster through Kopf, the peer) before it leads; when the leader
+    is killed it takes over, with nothing changed, without a write to the import side."""
+    await prepare(kube, west, ns)
+    await o.service(kube, ns, "web", annotations={o.SELECTOR: "app=web"})
+    await o.pod(kube, ns, "web-0", "10.1.0.1", labels={"app": "web"})
+    await export(kube, ns, "web")
+    args = ("--multicluster", "--mcs-peer-timeout", "30s", "--namespace", ns)
+    east_args = (*args, "--lease-namespace", ns, "--mcs-peer", str(west_plane.kubeconfig))
+    leader_metric = "endpointslice_operator_leader"
+
+    async def everywhere() -> bool:
+        for client in (kube, west):
+            assert by_source(await imported_slices(client, ns, "web")) == {"east": {"10.1.0.1"}}
+        return True
+
+    async with (
+        running(west.kubeconfig, log_dir / "west.log", *args, "--mcs-peer", str(kube.kubeconfig)),
+        running(kube.kubeconfig, log_dir / "a.log", *east_args, leader_election=True) as a,
+        running(kube.kubeconfig, log_dir / "b.log", *east_args, leader_election=True) as b,
+    ):
+
+        async def one_leader() -> tuple[Any, Any]:
+            found = [r for r in (a, b) if await r.metric(leader_metric) == 1]
+            assert len(found) == 1, "exactly one leader"
+            return found[0], (b if found[0] is a else a)
+
+        leader, standby = await eventually(one_leader, timeout=DEADLINE)
+        await eventually(everywhere, timeout=DEADLINE)
+        await eventually(lambda: settled(leader), timeout=DEADLINE)
+
+        async def warm() -> bool:
+            log = standby.log()
+            assert "1 ServiceExport(s), " in log and "listed; Kopf takes over" in log
+            assert "multi-cluster: this cluster is" not in log  # it has not led
+            return True
+
+        await eventually(warm, timeout=DEADLINE)
+        await leader.kill()  # no release: the standby waits for the Lease to expire
+
+        async def took_over() -> bool:
+            assert await standby.metric(leader_metric) == 1
+            assert "multi-cluster: this cluster is east" in standby.log()
+            return True
+
+        await eventually(took_over, timeout=DEADLINE)
+        await eventually(lambda: settled(standby), timeout=DEADLINE)
+        await everywhere()
+        assert await standby.metric(r"endpointslice_operator_mcs_writes_total\{.*\}") == 0
+        # The new leader follows changes: a readiness flip reaches both clusters.
+        await o.set_ready(kube, ns, "web-0", False, at="2026-01-01T00:01:00Z")
+
+        async def flipped(client: Kube) -> bool:
+            (item,) = await imported_slices(client, ns, "web")
+            assert item["endpoints"][0]["conditions"]["ready"] is False
+            return True
+
+        for client in (kube, west):
+            await eventually(lambda c=client: flipped(c), timeout=DEADLINE)
     await west.delete(f"/api/v1/namespaces/{ns}")

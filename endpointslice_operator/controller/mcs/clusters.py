@@ -46,8 +46,9 @@ async def watch_cluster(
     namespaces: Sequence[str] = (),
     server_timeout: float = 300.0,
     client_timeout: float = 360.0,
+    skip: Sequence[str] = (),
 ) -> None:
-    """List and watch every kind the cache holds, until cancelled."""
+    """List and watch every kind the cache holds but ``skip``, until cancelled."""
     watchers = [
         ListWatcher(
             api_client,
@@ -61,6 +62,7 @@ async def watch_cluster(
             on_listed=cache.listed_callback(kind),
         )
         for kind in cache.kinds
+        if kind not in skip
     ]
     await asyncio.gather(*(w.run() for w in watchers))
 
@@ -172,23 +174,38 @@ class Peer:
         self.reachable = False
         self.api_client: ApiClient | None = None
 
-    async def run(self, leases: LeaseBook, *, probe_every: float) -> None:
-        """Watch the peer and renew its Lease while it answers, until cancelled."""
+    async def watch(self, *, retry_every: float = 10.0) -> None:
+        """Watch the peer into its cache, until cancelled (every replica: warm caches)."""
         while True:
             try:
                 configuration = await load_peer_configuration(self.kubeconfig)
                 break
             except Exception as exc:
                 log.warning("peer %s: cannot load its kubeconfig: %s", self.kubeconfig, exc)
-                await asyncio.sleep(probe_every)
+                await asyncio.sleep(retry_every)
         async with OperatorApiClient(configuration) as api_client:
             self.api_client = api_client
-            watch = asyncio.create_task(watch_cluster(api_client, self.cache))
             try:
-                await self._probe(api_client, leases, probe_every)
+                await watch_cluster(api_client, self.cache)
             finally:
-                watch.cancel()
-                await asyncio.gather(watch, return_exceptions=True)
+                self.api_client = None
+
+    async def probe(self, leases: LeaseBook, *, probe_every: float) -> None:
+        """While leading: probe the peer and renew its Lease while it answers and its
+        listings are in, until cancelled."""
+        while self.api_client is None:  # its kubeconfig is not loaded yet
+            self.reachable = False
+            await asyncio.sleep(probe_every)
+        await self._probe(self.api_client, leases, probe_every)
+
+    async def run(self, leases: LeaseBook, *, probe_every: float) -> None:
+        """:meth:`watch` and :meth:`probe` together, until cancelled."""
+        watching = asyncio.create_task(self.watch(retry_every=probe_every))
+        try:
+            await self.probe(leases, probe_every=probe_every)
+        finally:
+            watching.cancel()
+            await asyncio.gather(watching, return_exceptions=True)
 
     async def _probe(self, api_client: ApiClient, leases: LeaseBook, every: float) -> None:
         requests = DirectRequests(api_client)

@@ -1,34 +1,42 @@
 """The multi-cluster controller: this cluster's and the peers' watches, the peers' Leases, and
-a work queue of import keys (``namespace/name``) synced by :class:`~.imports.ImportSyncer`.
+the import keys (``serviceimport:namespace/name``) it queues into the operator's one work queue.
 
-It runs while this replica leads (its writes are the leader's), with the same
-:class:`~endpointslice_operator.controller.queue.ServiceQueue` class as the slice controller (a
-queue named ``mcs_import``: per-key backoff, global token bucket, retry budget) and the same
-planner for the slices. Its queue starts once this cluster's listings are in; every import key
-is queued once then (start-up cleanup: imports whose exports are gone are removed, those that
-are right cost no write). Every ``probe_every`` seconds the peers are probed, their Leases
-renewed or read, and when a peer's standing changes (listed, Lease expired) every key is
-queued again.
+It runs while this replica leads (its writes are the leader's). It has no queue of its own:
+ServiceImport is an owner kind (:data:`~endpointslice_operator.controller.owners.
+SERVICE_IMPORT`), and its :class:`~.imports.ImportSyncer` is that kind's syncer, so import keys
+get the same workers, per-key backoff, retry budget, write budget and workqueue metrics
+(``name="endpoint_slice"``) as Service keys, and the same planner for the slices. Once this
+cluster's listings are in, every import key is queued (start-up cleanup: imports whose exports
+are gone are removed, those that are right cost no write). Every ``probe_every`` seconds the
+peers are probed, their Leases renewed or read, and when a peer's standing changes (listed,
+Lease expired) every key is queued again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client import ApiClient, Configuration
 
+from endpointslice_operator.controller.budget import WriteBudget
 from endpointslice_operator.controller.events import EventRecorder
 from endpointslice_operator.controller.mcs.cache import ClusterCache, Key, LocalCache
 from endpointslice_operator.controller.mcs.clusters import LeaseBook, Peer, watch_cluster
-from endpointslice_operator.controller.mcs.imports import ImportSyncer, MulticlusterSyncError
-from endpointslice_operator.controller.queue import ServiceQueue
-from endpointslice_operator.metrics import MulticlusterMetrics, WorkqueueMetrics
+from endpointslice_operator.controller.mcs.imports import ImportSyncer
+from endpointslice_operator.controller.mcs.kopf_handlers import (
+    KOPF_KINDS,
+    serve_exports_and_imports,
+)
+from endpointslice_operator.controller.owners import SERVICE_IMPORT
+from endpointslice_operator.controller.writer import SliceWriter
+from endpointslice_operator.metrics import MulticlusterMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
 from endpointslice_operator.reconciler.mcs import LABEL_SOURCE_CLUSTER
+from endpointslice_operator.reconciler.tracker import EndpointSliceTracker
 
 __all__ = ["MulticlusterController"]
 
@@ -46,15 +54,23 @@ class MulticlusterController:
         lease_prefix: str,
         lease_label: str,
         peer_timeout: float,
+        requeue: Callable[[list[str]], None],
         namespaces: tuple[str, ...] = (),
-        workers: int = 5,
-        qps: float = 10.0,
-        burst: int = 100,
-        workqueue_metrics: WorkqueueMetrics | None = None,
         metrics: MulticlusterMetrics | None = None,
+        writer: SliceWriter | None = None,
+        budget: WriteBudget | None = None,
+        tracker: EndpointSliceTracker | None = None,
+        recorder: EventRecorder | None = None,
+        configuration: Configuration | None = None,
+        on_signal: Callable[[], None] | None = None,
     ) -> None:
         self.api_client = api_client
-        self.queue: ServiceQueue | None = None
+        self.configuration = configuration
+        """With it, this cluster's ServiceExports and ServiceImports are handled through Kopf
+        (:mod:`.kopf_handlers`); without it (an embedding without Kopf) list-watched."""
+        self.on_signal = on_signal
+        self.requeue = requeue
+        """Queues owner keys into the operator's work queue (``EventRouter.requeue``)."""
         self.local = LocalCache(self._changed, config.controller_name)
         self.local.on_namespace = self._namespace_added
         self.peers = [Peer(path, ClusterCache(str(path), self._changed)) for path in peers]
@@ -73,19 +89,21 @@ class MulticlusterController:
             self.leases,
             config,
             metrics=metrics,
-            recorder=EventRecorder(api_client, component="multicluster-controller"),
+            recorder=recorder or EventRecorder(api_client, component="multicluster-controller"),
+            writer=writer,
+            budget=budget,
+            tracker=tracker,
         )
+        self.syncer.keys = self.owner_keys
         self.namespaces = namespaces
         self.probe_every = max(0.5, min(10.0, peer_timeout / 3))
-        self._queue_args = {"workers": workers, "qps": qps, "burst": burst}
-        self._metrics = workqueue_metrics
         self._started = False
 
     # -- triggers -------------------------------------------------------------------------------
 
     def _changed(self, key: Key) -> None:
-        if self.queue is not None and self._started:
-            self.queue.add(f"{key[0]}/{key[1]}")
+        if self._started:
+            self.requeue([SERVICE_IMPORT.key(*key)])
 
     def _namespace_added(self, namespace: str) -> None:
         for peer in self.peers:
@@ -99,36 +117,67 @@ class MulticlusterController:
             keys |= set(peer.cache.exports)
         return keys
 
+    def owner_keys(self) -> Iterable[str]:
+        """:meth:`all_keys` as owner keys (``serviceimport:namespace/name``)."""
+        return [SERVICE_IMPORT.key(*key) for key in sorted(self.all_keys())]
+
     def _queue_all(self) -> None:
-        for key in sorted(self.all_keys()):
-            self._changed(key)
+        if self._started:
+            self.requeue([*self.owner_keys(), *sorted(self.syncer.waiting)])
+            self.syncer.waiting.clear()
 
     # -- running ------------------------------------------------------------------------------
 
-    async def run(self, *, until: Callable[[], bool] | None = None) -> None:
-        """Watch, probe and sync until cancelled."""
-        self.queue = ServiceQueue(
-            name="mcs_import",
-            workers=int(self._queue_args["workers"]),
-            qps=float(self._queue_args["qps"]),
-            burst=int(self._queue_args["burst"]),
-            metrics=self._metrics,
-        )
+    async def run(self) -> None:
+        """:meth:`watch` and :meth:`lead` together, until cancelled."""
+        watching = asyncio.create_task(self.watch(), name="mcs-watch")
+        try:
+            await self.lead()
+        finally:
+            watching.cancel()
+            await asyncio.gather(watching, return_exceptions=True)
+
+    async def watch(self) -> None:
+        """This cluster's and the peers' watches, until cancelled. Every replica runs them
+        (standbys too), so that a new leader starts with warm caches."""
+        kopf_kinds = KOPF_KINDS if self.configuration is not None else ()
         tasks = [
             asyncio.create_task(
-                watch_cluster(self.api_client, self.local, namespaces=self.namespaces),
+                watch_cluster(
+                    self.api_client, self.local, namespaces=self.namespaces, skip=kopf_kinds
+                ),
                 name="mcs-local-watch",
             ),
             *(
-                asyncio.create_task(
-                    peer.run(self.leases, probe_every=self.probe_every),
-                    name=f"mcs-peer-{peer.kubeconfig}",
-                )
+                asyncio.create_task(peer.watch(), name=f"mcs-peer-{peer.kubeconfig}")
                 for peer in self.peers
             ),
-            asyncio.create_task(self._standing(), name="mcs-peer-standing"),
         ]
-        runner: asyncio.Task[None] | None = None
+        if self.configuration is not None:
+            tasks.append(
+                asyncio.create_task(
+                    serve_exports_and_imports(
+                        self.api_client,
+                        self.configuration,
+                        self.local,
+                        namespaces=self.namespaces,
+                        on_signal=self.on_signal,
+                    ),
+                    name="mcs-local-kopf",
+                )
+            )
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def lead(self) -> None:
+        """While this replica leads, until cancelled: once this cluster's listings are in,
+        queue every import key, probe the peers (renewing their Leases: writes), and queue
+        every key again when a peer's standing changes."""
+        tasks: list[asyncio.Task[None]] = []
         try:
             while not self.local.complete:
                 await asyncio.sleep(0.1)
@@ -142,22 +191,25 @@ class MulticlusterController:
                 len(self.peers),
             )
             self._started = True
+            self.syncer.ready = True
             self._queue_all()
-            runner = asyncio.create_task(self.queue.run(self._sync), name="mcs_import-workers")
-            await asyncio.gather(runner, *tasks)
+            tasks = [
+                *(
+                    asyncio.create_task(
+                        peer.probe(self.leases, probe_every=self.probe_every),
+                        name=f"mcs-probe-{peer.kubeconfig}",
+                    )
+                    for peer in self.peers
+                ),
+                asyncio.create_task(self._standing(), name="mcs-peer-standing"),
+            ]
+            await asyncio.gather(*tasks)
         finally:
             self._started = False
-            await self.queue.stop(timeout=10.0)
+            self.syncer.ready = False
             for task in tasks:
                 task.cancel()
-            await asyncio.gather(*tasks, *([runner] if runner else []), return_exceptions=True)
-
-    async def _sync(self, key: str) -> None:
-        try:
-            await self.syncer.sync(key)
-        except MulticlusterSyncError as exc:
-            log.warning("import %s: %s; retrying", key, exc)
-            raise
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     def _standing_of(self) -> tuple[tuple[str | None, bool, bool], ...]:
         return tuple(

@@ -1,6 +1,14 @@
 """One import's sync: the ServiceImport, its derived Service, the imported slices of every
 source cluster, and the status of this cluster's ServiceExport.
 
+:class:`ImportSyncer` is the owner syncer of the ``ServiceImport`` kind (see
+:mod:`endpointslice_operator.controller.owners`): its keys (``serviceimport:namespace/name``)
+go through the operator's one work queue, with the same workers, per-key backoff, retry budget
+and workqueue metrics as every other key, and its writes take tokens from the same write budget
+and pass the same write fence. The slices it writes are recorded in the same tracker, so the
+echo of its own write queues nothing, while a change or deletion by anyone else queues the
+import key again.
+
 Which clusters count. This cluster always does. A peer counts with what its cache holds while
 its Lease in this cluster is fresh and its listings are in ("live", even if it stopped
 answering a moment ago: its slices stay until the Lease expires). A source cluster whose Lease
@@ -18,22 +26,22 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
-from endpointslice_operator.controller.direct_requests import DirectRequests, path_segment
+from endpointslice_operator.controller.budget import WriteBudget
 from endpointslice_operator.controller.events import NORMAL, WARNING, EventRecorder
 from endpointslice_operator.controller.mcs.cache import ClusterCache, Key, LocalCache
 from endpointslice_operator.controller.mcs.clusters import API_TIMEOUT, LeaseBook, Peer
+from endpointslice_operator.controller.owners import SERVICE_IMPORT, split_owner_key
 from endpointslice_operator.controller.writer import (
     ApiError,
     ObjectWriter,
     SliceWriter,
-    raise_for_status,
 )
 from endpointslice_operator.metrics import MulticlusterMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
@@ -56,6 +64,7 @@ from endpointslice_operator.reconciler.mcs import (
     resolve_import,
     service_import,
 )
+from endpointslice_operator.reconciler.tracker import EndpointSliceTracker
 
 __all__ = ["ImportSyncer", "MulticlusterSyncError"]
 
@@ -93,7 +102,14 @@ class SyncCounts:
 
 
 class ImportSyncer:
-    """Syncs one ``namespace/name`` import key at a time (called by the work queue)."""
+    """Syncs ``serviceimport:namespace/name`` keys (the owner syncer of ServiceImports, called
+    by the operator's work queue through :class:`~..owners.OwnerSyncs`).
+
+    ``writer``, ``budget`` and ``tracker`` are the slice controller's (its write fence, write
+    budget and tracker); without them (a syncer of its own, in tests) writes go unfenced and
+    unbudgeted. Until ``ready`` (this cluster's listings are in, set by the multi-cluster
+    controller) a key is only remembered in ``waiting``: a missing object is not a gone one.
+    """
 
     def __init__(
         self,
@@ -104,6 +120,10 @@ class ImportSyncer:
         config: ReconcilerConfig,
         metrics: MulticlusterMetrics | None = None,
         recorder: EventRecorder | None = None,
+        *,
+        writer: SliceWriter | None = None,
+        budget: WriteBudget | None = None,
+        tracker: EndpointSliceTracker | None = None,
     ) -> None:
         self.local = local
         self.recorder = recorder
@@ -111,11 +131,32 @@ class ImportSyncer:
         self.leases = leases
         self.config = config
         self.managed_by = config.controller_name
-        self._requests = DirectRequests(api_client)
-        self._imports = ObjectWriter(api_client, IMPORTS, ("uid",))
-        self._services = ObjectWriter(api_client, SERVICES, ("uid",))
-        self._slices = SliceWriter(api_client)
+        fence = writer.fence if writer is not None else None
+        self._imports = ObjectWriter(api_client, IMPORTS, ("uid",), fence=fence)
+        self._services = ObjectWriter(api_client, SERVICES, ("uid",), fence=fence)
+        self._exports = ObjectWriter(api_client, EXPORTS, ("uid",), fence=fence)
+        self._slices = writer if writer is not None else SliceWriter(api_client)
+        self.budget = budget
+        self.tracker = tracker
         self.counts = SyncCounts(metrics=metrics)
+        self.ready = False
+        self.waiting: set[str] = set()
+        """Keys synced before ``ready`` (the controller queues every key once ready)."""
+        self.keys: Callable[[], Iterable[str]] = lambda: ()
+        """Every import key the multi-cluster controller knows (set by it)."""
+
+    # -- the owner-syncer protocol -------------------------------------------------------------
+
+    def start_term(self) -> None:
+        self.waiting.clear()
+
+    def all_keys(self) -> list[str]:
+        return sorted(self.keys()) if self.ready else []
+
+    async def _spend(self) -> None:
+        """One token of the write budget (if there is one) before each write."""
+        if self.budget is not None:
+            await self.budget.acquire()
 
     # -- which clusters count ---------------------------------------------------------------
 
@@ -137,11 +178,15 @@ class ImportSyncer:
 
     # -- the sync -----------------------------------------------------------------------------
 
-    async def sync(self, raw_key: str) -> None:
-        namespace, _, name = raw_key.partition("/")
-        key = (namespace, name)
+    async def sync(self, owner_key: str) -> None:
+        kind, namespace, name = split_owner_key(owner_key)
+        if kind is not SERVICE_IMPORT:
+            raise ValueError(f"not a ServiceImport key: {owner_key!r}")
+        if not self.ready:
+            self.waiting.add(owner_key)
+            return
         async with asyncio.timeout(API_TIMEOUT * 4):
-            await self._sync(key)
+            await self._sync((namespace, name))
 
     async def _sync(self, key: Key) -> None:
         live, unknown = self._live()
@@ -212,6 +257,7 @@ class ImportSyncer:
         desired["metadata"]["labels"][LABEL_MANAGED_BY] = self.managed_by
         status = desired.pop("status")
         if current is None:
+            await self._spend()
             try:
                 written = await self._imports.create(desired)
             except ApiError as exc:
@@ -240,12 +286,12 @@ class ImportSyncer:
         if (current.get("status") or {}).get("clusters") != status["clusters"]:
             body = dict(current)
             body["status"] = {**(current.get("status") or {}), **status}
-            path = f"{IMPORTS.format(namespace=path_segment(key[0]))}/{path_segment(key[1])}/status"
-            current = await self._put(path, body, "serviceimports/status")
+            current = await self._put_status(self._imports, body, "serviceimports/status")
             self.local.put_import(current)
         return current
 
     async def _replace_import(self, key: Key, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        await self._spend()
         try:
             written = await self._imports.replace(body)
         except ApiError as exc:
@@ -254,10 +300,14 @@ class ImportSyncer:
         self.local.put_import(written)
         return written
 
-    async def _put(self, path: str, body: Mapping[str, Any], what: str) -> dict[str, Any]:
+    async def _put_status(
+        self, writer: ObjectWriter, body: Mapping[str, Any], what: str
+    ) -> dict[str, Any]:
+        """PUT of a ``status`` subresource (a budget token, the write fence)."""
+        await self._spend()
         try:
             async with asyncio.timeout(API_TIMEOUT):
-                written = await raise_for_status(await self._requests.request("PUT", path, body))
+                written = await writer.replace_status(body)
         except ApiError as exc:
             raise MulticlusterSyncError(f"writing {what}: {exc}") from exc
         self.counts.add(what)
@@ -285,10 +335,12 @@ class ImportSyncer:
             return current
         try:
             if change == "replace" and current is not None:
+                await self._spend()
                 await self._services.delete(current)
                 self.counts.add("services")
                 self.local.drop_service((key[0], name))
                 change = "create"
+            await self._spend()
             if change == "create":
                 written = await self._services.create(desired)
             else:
@@ -314,22 +366,34 @@ class ImportSyncer:
     ) -> None:
         try:
             for body in creates:
+                await self._spend()
                 async with asyncio.timeout(API_TIMEOUT):
                     written = await self._slices.create(body)
                 self.counts.add("endpointslices")
+                self._track(written)
                 self.local.put_imported(key, written)
             for body in updates:
+                await self._spend()
                 async with asyncio.timeout(API_TIMEOUT):
                     written = await self._slices.replace(body)
                 self.counts.add("endpointslices")
+                self._track(written)
                 self.local.put_imported(key, written)
             for body in deletes:
+                await self._spend()
                 async with asyncio.timeout(API_TIMEOUT):
                     await self._slices.delete(body)
                 self.counts.add("endpointslices")
+                if self.tracker is not None:
+                    self.tracker.expect_deletion(body)
                 self.local.drop_imported(key, str(_meta(body).get("name") or ""))
         except ApiError as exc:
             raise MulticlusterSyncError(f"writing imported slices of {key}: {exc}") from exc
+
+    def _track(self, written: Mapping[str, Any]) -> None:
+        """Our write's generation, so that its watch echo queues nothing."""
+        if self.tracker is not None:
+            self.tracker.update(written)
 
     # -- removal ------------------------------------------------------------------------------
 
@@ -348,10 +412,12 @@ class ImportSyncer:
         derived = self.local.services.get((key[0], derived_service_name(*key)))
         try:
             if derived is not None and _owned_by(derived, uid):
+                await self._spend()
                 async with asyncio.timeout(API_TIMEOUT):
                     await self._services.delete(derived)
                 self.counts.add("services")
                 self.local.drop_service(_key_of(derived))
+            await self._spend()
             async with asyncio.timeout(API_TIMEOUT):
                 await self._imports.delete(current)
         except ApiError as exc:
@@ -386,8 +452,7 @@ class ImportSyncer:
             return
         body = dict(export)
         body["status"] = {**(export.get("status") or {}), "conditions": merged}
-        path = f"{EXPORTS.format(namespace=path_segment(key[0]))}/{path_segment(key[1])}/status"
-        written = await self._put(path, body, "serviceexports/status")
+        written = await self._put_status(self._exports, body, "serviceexports/status")
         self.local.exports[key] = written
         await self._announce(written, current, merged)
 

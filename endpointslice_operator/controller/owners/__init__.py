@@ -24,11 +24,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from endpointslice_operator.reconciler.endpoint_selector import LABEL_ENDPOINT_SELECTOR_NAME
+from endpointslice_operator.reconciler.mcs import LABEL_MCS_SERVICE_NAME
 from endpointslice_operator.reconciler.tracker import EndpointSliceTracker
 
 __all__ = [
     "ENDPOINT_SELECTOR",
     "SERVICE",
+    "SERVICE_IMPORT",
     "OwnerKind",
     "OwnerSyncer",
     "OwnerSyncs",
@@ -78,6 +80,12 @@ ENDPOINT_SELECTOR = register(
     OwnerKind("EndpointSelector", "endpointselector", LABEL_ENDPOINT_SELECTOR_NAME)
 )
 """EndpointSelector (KEP-6116's shape, our CRD): see :mod:`.endpoint_selector`."""
+
+SERVICE_IMPORT = register(OwnerKind("ServiceImport", "serviceimport", LABEL_MCS_SERVICE_NAME))
+"""ServiceImport (Multi-Cluster Services, ``--multicluster``): its imported slices carry
+``multicluster.kubernetes.io/service-name`` (and the derived Service's name in
+``kubernetes.io/service-name``, which this label takes precedence over); synced by
+:class:`~endpointslice_operator.controller.mcs.imports.ImportSyncer`."""
 
 
 def registered() -> tuple[OwnerKind, ...]:
