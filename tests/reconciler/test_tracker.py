@@ -225,3 +225,32 @@ def test_stale_informer_cache_error() -> None:
     assert (
         str(error) == STALE_INFORMER_CACHE_MESSAGE == "EndpointSlice informer cache is out of date"
     )
+
+
+def test_deletion_expected_is_upstreams_sentinel() -> None:
+    # deletionExpected = -1 upstream; generations() hands it out to callers.
+    assert DELETION_EXPECTED == -1
+    tracker = EndpointSliceTracker()
+    tracker.expect_deletion(SLICE_1)
+    assert tracker.generations("ns1", "svc1") == {"original": -1}
+
+
+SELECTOR_LABEL = "endpointselector.example/name"
+
+
+def test_slices_of_other_owner_kinds_are_filed_under_their_owner() -> None:
+    tracker = EndpointSliceTracker(owner_labels=[("EndpointSelector", SELECTOR_LABEL, "es:")])
+    selector = {"kind": "EndpointSelector", "metadata": {"namespace": "ns1", "name": "sel"}}
+    owned = endpoint_slice(uid="owned", generation=2)
+    owned["metadata"]["labels"][SELECTOR_LABEL] = "sel"  # checked before the service-name label
+    tracker.update(owned)
+    assert tracker.generations("ns1", "es:sel") == {"owned": 2}
+    assert tracker.generations("ns1", "svc1") is None
+    assert not tracker.stale_slices(selector, [owned])
+    assert tracker.stale_slices(selector, [])  # ours, missing from the list
+    assert tracker.stale_slices(selector, [endpoint_slice(uid="owned", generation=1)])
+    # A Service of the same name is not that owner.
+    service = {"kind": "Service", "metadata": {"namespace": "ns1", "name": "sel"}}
+    assert not tracker.stale_slices(service, [])
+    tracker.update(endpoint_slice(uid="plain", service="sel"))
+    assert tracker.stale_slices(service, [])
