@@ -16,7 +16,8 @@ Some mutants cannot be noticed by any test because they change nothing (a ``brea
 which the loop could not continue anyway): those are listed with the reason in
 :data:`EQUIVALENT` and left out of the score, ``killed / (mutants - equivalent)``.
 
-CPU heavy: run it module by module (``nice -n 19`` is applied to the test runs). To cover a new
+CPU heavy: run it module by module (``nice -n 19`` is applied to the test runs); ``--jobs N``
+tests N mutants at a time, each in its own copy of the package (default 1). To cover a new
 module add it to :data:`MODULES` with the tests that exercise it, fastest first.
 """
 
@@ -25,11 +26,13 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+import queue
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +51,6 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_records_edges.py",
         "tests/reconciler/test_records.py",
     ),
-    "endpointslice_operator/reconciler/tracker.py": ("tests/reconciler/test_tracker.py",),
     "endpointslice_operator/view/model.py": (
         "tests/view/test_model.py",
         "tests/view/test_merge.py",
@@ -73,9 +75,59 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_planner.py",
         "tests/reconciler/test_properties.py",
     ),
-    "endpointslice_operator/reconciler/slices.py": ("tests/reconciler",),
-    "endpointslice_operator/reconciler/topology.py": ("tests/reconciler",),
-    "endpointslice_operator/reconciler/trafficdist.py": ("tests/reconciler",),
+    "endpointslice_operator/reconciler/topology.py": (
+        "tests/reconciler/test_topology_utils.py",
+        "tests/reconciler/test_topology_sliceinfo.py",
+        "tests/reconciler/test_topology.py",
+        "tests/reconciler/test_trafficdist.py",
+        "tests/reconciler/test_topology_idempotence.py",
+        "tests/reconciler/test_topology_properties.py",
+    ),
+    "endpointslice_operator/reconciler/trafficdist.py": (
+        "tests/reconciler/test_trafficdist.py",
+        "tests/reconciler/test_planner.py",
+        "tests/reconciler/test_reconciler.py",
+    ),
+    "endpointslice_operator/reconciler/slices.py": (
+        "tests/reconciler/test_slices.py",
+        "tests/reconciler/test_utils.py",
+        "tests/reconciler/test_cached_slice.py",
+        "tests/reconciler/test_slice_to_fill.py",
+        "tests/reconciler/test_planner.py",
+        "tests/reconciler/test_reconciler.py",
+    ),
+    "endpointslice_operator/reconciler/cached_slice.py": (
+        "tests/reconciler/test_cached_slice.py",
+        "tests/controller/test_indexes.py",
+    ),
+    "endpointslice_operator/reconciler/ports.py": (
+        "tests/reconciler/test_ports.py",
+        "tests/reconciler/test_util.py",
+        "tests/reconciler/test_utils.py",
+    ),
+    "endpointslice_operator/reconciler/labels.py": (
+        "tests/reconciler/test_utils.py",
+        "tests/reconciler/test_reconciler.py",
+        "tests/reconciler/test_records.py",
+    ),
+    "endpointslice_operator/reconciler/compact.py": ("tests/reconciler/test_compact.py",),
+    "endpointslice_operator/reconciler/ipaddr.py": ("tests/reconciler/test_records.py",),
+    "endpointslice_operator/reconciler/trigger_time.py": ("tests/reconciler/test_trigger_time.py",),
+    "endpointslice_operator/reconciler/tracker.py": ("tests/reconciler/test_tracker.py",),
+    "endpointslice_operator/reconciler/metrics_cache.py": (
+        "tests/reconciler/test_metrics_cache.py",
+    ),
+    "endpointslice_operator/reconciler/config.py": ("tests/reconciler/test_records.py",),
+    "endpointslice_operator/reconciler/plan.py": (
+        "tests/reconciler/test_planner.py",
+        "tests/reconciler/test_reconciler.py",
+        "tests/reconciler/test_topology.py",
+    ),
+    "endpointslice_operator/reconciler/service.py": (
+        "tests/reconciler/test_planner.py",
+        "tests/reconciler/test_topology.py",
+        "tests/reconciler/test_reconciler.py",
+    ),
     "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler/test_mirroring.py",),
     "endpointslice_operator/reconciler/endpoints.py": (
         "tests/reconciler/test_endpoint_form.py",
@@ -94,6 +146,10 @@ MODULES: dict[str, tuple[str, ...]] = {
 }
 """The modules under mutation testing and the tests that must notice a change in each."""
 
+_SAME_LENGTH = (
+    "len(keys) -> len(states): a parsed body's keys and states are built side by side from "
+    "the same entries, of one length"
+)
 _FAST_PATH = (
     "existing_entry's fast path returns what the parser returns for every endpoint it takes "
     "(tests/reconciler/test_endpoint_form.py holds that on every shape): "
@@ -286,8 +342,93 @@ EQUIVALENT: dict[str, str] = {
     "for entry, ip in zip(pod_ips, known, strict=True):": (
         "the lengths were checked equal just before: strict or not, zip gives the same pairs"
     ),
+    # reconciler/topology.py
+    "endpointslice_operator/reconciler/topology.py:giving_and_receiving_zones:Gt->GtE:"
+    "if allocated > allocation.desired:": (
+        "a zone exactly at its desired share gets a surplus of 0.0, which _most never picks "
+        "(it takes only amounts above 0.0) and so never gives"
+    ),
+    "endpointslice_operator/reconciler/topology.py:giving_and_receiving_zones:Lt->LtE:"
+    "elif allocated < allocation.desired:": (
+        "a zone exactly at its desired share gets a deficit of 0.0, which _most never picks "
+        "(it takes only amounts above 0.0) and so never receives"
+    ),
+    "endpointslice_operator/reconciler/topology.py:redistribute_hints:Or->And:"
+    "if not giving_zones or not receiving_zones:": (
+        "an early return only: with no giving zone every endpoint fails `giving_zones.get(zone, "
+        "0) <= 0`, with no receiving zone the inner loop has nothing to walk; nothing changes"
+    ),
+    "endpointslice_operator/reconciler/topology.py:set_nodes:False->True:sufficient = False": (
+        "the branch also empties cpu_by_zone and leaves the loop, and fewer than two zones "
+        "is insufficient on its own"
+    ),
+    "endpointslice_operator/reconciler/topology.py:set_nodes:Break->Continue:break": (
+        "sufficient is already False: the outcome is insufficient whatever later nodes add"
+    ),
+    # reconciler/trafficdist.py
+    "endpointslice_operator/reconciler/trafficdist.py:_heuristic:False->True:"
+    "return _Heuristic(close=False, node_hints=False) #2": (
+        "node_hints is read only when close is True: needs_update and update return first "
+        "for the default heuristic"
+    ),
+    # reconciler/slices.py
+    "endpointslice_operator/reconciler/slices.py:view:And->Or:elif isinstance(uid, str) and uid:": (
+        "_store keeps only non-empty string uids, so a look-up under any other uid misses "
+        "either way and the slice is parsed"
+    ),
+    "endpointslice_operator/reconciler/slices.py:_store:1->2:"
+    "self._endpoints -= len(old[2][1])": _SAME_LENGTH,
+    "endpointslice_operator/reconciler/slices.py:_store:1->2:"
+    "self._endpoints += len(body[1])": _SAME_LENGTH,
+    "endpointslice_operator/reconciler/slices.py:_store:1->2:"
+    "self._endpoints -= len(evicted[2][1])": _SAME_LENGTH,
+    "endpointslice_operator/reconciler/slices.py:forget:1->2:"
+    "self._endpoints -= len(old[2][1])": _SAME_LENGTH,
+    # reconciler/cached_slice.py
+    "endpointslice_operator/reconciler/cached_slice.py:_columns:Break->Continue:break": (
+        "walking on through the record's pod IPs can only pick another string equal to the "
+        "address, held by the same record: the same value, shared either way"
+    ),
+    "endpointslice_operator/reconciler/cached_slice.py:_column_states:True->False:"
+    "columns = zip(self._nodes, self._zones, self._flags, self._names, self._uids, strict=True)": (
+        "the columns are appended side by side in one loop of _columns: one length"
+    ),
+    "endpointslice_operator/reconciler/cached_slice.py:share_pod_strings:True->False:"
+    "for record, name, uid in zip(records, self._names, self._uids, strict=True)": (
+        "records is built from _names, and _names and _uids side by side in _columns: one length"
+    ),
+    # reconciler/ports.py
+    "endpointslice_operator/reconciler/ports.py:_sort_key:0->1:"
+    "return tuple((value is None, value if value is not None else 0) for value in port)": (
+        "the stand-in for a nil value is compared only with another nil's (the flag before it "
+        "differs otherwise): any constant orders the same"
+    ),
+    # reconciler/trigger_time.py
+    "endpointslice_operator/reconciler/trigger_time.py:<module>:True->False:"
+    "@dataclass(slots=True)": (
+        "_ServiceState is private and gets no attribute beyond its two fields: without slots "
+        "each instance only gains a __dict__ (memory)"
+    ),
+    "endpointslice_operator/reconciler/trigger_time.py:_earliest:Lt->LtE:"
+    "return candidate if current is None or candidate < current else current": (
+        "on a tie both are the same instant: the result compares equal either way, and the "
+        "stamp is formatted in UTC"
+    ),
+    # reconciler/metrics_cache.py
+    "endpointslice_operator/reconciler/metrics_cache.py:num_desired_slices:LtE->Lt:"
+    "if endpoints <= 0:": ("at 0 endpoints the division below gives 0 as well"),
+    "endpointslice_operator/reconciler/metrics_cache.py:<module>:True->False:"
+    "@dataclass(frozen=True, slots=True) #3": (
+        "_Totals is private and never assigned to after it is built: frozen forbids what "
+        "nothing does"
+    ),
+    "endpointslice_operator/reconciler/metrics_cache.py:<module>:True->False:"
+    "@dataclass(frozen=True, slots=True) #4": (
+        "_Totals is private and frozen: without slots each instance only gains a __dict__ (memory)"
+    ),
 }
-"""``module:function:operator:source line`` -> why the mutant cannot change behaviour."""
+""":attr:`Mutant.key` (``module:function:operator:source line``, `` #2`` for the second alike)
+-> why the mutant cannot change behaviour."""
 
 
 @dataclass(frozen=True)
@@ -300,13 +441,12 @@ class Mutant:
     text: str
     """The source line, stripped."""
     occurrence: int = 1
-    """1 for the first site of this operator on this text in this function, 2 for the next..."""
+    """1 for the first mutant of this operator on this text in this function, 2 for the
+    next (``a == 0 or b == 0``, two ``continue`` lines), ..."""
 
     @property
     def key(self) -> str:
-        """Stable while that line of that function stays as it is. A later site with the same
-        operator and text in the function (two ``False`` in one call, a second ``continue``)
-        gets `` #2``, `` #3``..., so that an :data:`EQUIVALENT` entry names one mutant."""
+        """Stable while that line of that function stays as it is; unique in the module."""
         key = f"{self.module}:{self.function}:{self.operator}:{self.text}"
         return key if self.occurrence == 1 else f"{key} #{self.occurrence}"
 
@@ -463,7 +603,13 @@ def _run_tests(
         )
     except subprocess.TimeoutExpired:
         return False, time.monotonic() - started  # a mutant that hangs is noticed
+    _last_output[copy_root] = result.stdout.decode(errors="replace")[-3000:]
     return result.returncode == 0, time.monotonic() - started
+
+
+_last_output: dict[Path, str] = {}
+"""The end of the last test run's output per package copy (shown when the unmutated run
+fails)."""
 
 
 def _package_copy(directory: Path) -> Path:
@@ -473,38 +619,53 @@ def _package_copy(directory: Path) -> Path:
     return directory
 
 
-def run_module(module: str, only_lines: set[int] | None) -> tuple[int, int, int, list[Mutant]]:
-    """``(mutants, killed, equivalent, survivors)`` of one module."""
+def run_module(
+    module: str, only_lines: set[int] | None, jobs: int = 1
+) -> tuple[int, int, int, list[Mutant]]:
+    """``(mutants, killed, equivalent, survivors)`` of one module, ``jobs`` mutants at a time
+    (each in its own copy of the package)."""
     tests = MODULES[module]
     found = [m for m in mutants(module) if only_lines is None or m.line in only_lines]
+    to_run = [m for m in found if m.key not in EQUIVALENT]
     with tempfile.TemporaryDirectory(prefix="mutate-") as tmp:
-        copy_root = _package_copy(Path(tmp))
-        target = copy_root / module
-        original = target.read_text(encoding="utf-8")
-        passed, baseline = _run_tests(copy_root, tests, None)
+        copies = [_package_copy(Path(tmp) / str(n)) for n in range(max(1, min(jobs, len(to_run))))]
+        original = (copies[0] / module).read_text(encoding="utf-8")
+        passed, baseline = _run_tests(copies[0], tests, None)
         if not passed:
-            raise SystemExit(f"{module}: the tests fail without any mutation: {tests}")
+            raise SystemExit(
+                f"{module}: the tests fail without any mutation: {tests}\n"
+                f"{_last_output.get(copies[0], '')}"
+            )
         timeout = max(30.0, 10 * baseline)
-        killed = equivalent = 0
+        free: queue.SimpleQueue[Path] = queue.SimpleQueue()
+        for copy_root in copies:
+            free.put(copy_root)
+
+        def survives(mutant: Mutant) -> bool:
+            copy_root = free.get()
+            target = copy_root / module
+            try:
+                target.write_text(mutated_source(mutant), encoding="utf-8")
+                return _run_tests(copy_root, tests, timeout)[0]
+            finally:
+                target.write_text(original, encoding="utf-8")
+                free.put(copy_root)
+
         survivors: list[Mutant] = []
-        for number, mutant in enumerate(found, 1):
-            if mutant.key in EQUIVALENT:
-                equivalent += 1
-                continue
-            target.write_text(mutated_source(mutant), encoding="utf-8")
-            survived, _ = _run_tests(copy_root, tests, timeout)
-            target.write_text(original, encoding="utf-8")
-            if survived:
-                survivors.append(mutant)
-                print(
-                    f"  SURVIVED {module}:{mutant.line} {mutant.function}: {mutant.operator}",
-                    flush=True,
-                )
-            else:
-                killed += 1
-            if number % 20 == 0:
-                print(f"  {module}: {number}/{len(found)}", flush=True)
-    return len(found), killed, equivalent, survivors
+        with ThreadPoolExecutor(max_workers=len(copies)) as pool:
+            for number, (mutant, survived) in enumerate(
+                zip(to_run, pool.map(survives, to_run), strict=True), 1
+            ):
+                if survived:
+                    survivors.append(mutant)
+                    print(
+                        f"  SURVIVED {module}:{mutant.line} {mutant.function}: {mutant.operator}",
+                        flush=True,
+                    )
+                if number % 20 == 0:
+                    print(f"  {module}: {number}/{len(to_run)}", flush=True)
+    equivalent = len(found) - len(to_run)
+    return len(found), len(to_run) - len(survivors), equivalent, survivors
 
 
 def _score(killed: int, total: int, equivalent: int) -> str:
@@ -517,7 +678,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("modules", nargs="*", help=f"default: all of {len(MODULES)}")
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     parser.add_argument("--only", nargs="+", type=int, metavar="LINE", help="only these lines")
+    parser.add_argument(
+        "--jobs", type=int, default=1, metavar="N", help="mutants tested at a time (default 1)"
+    )
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
     modules = args.modules or list(MODULES)
     unknown = [m for m in modules if m not in MODULES]
     if unknown:
@@ -531,7 +697,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for module in modules:
         print(f"{module}: {len(mutants(module))} mutants, tests {' '.join(MODULES[module])}")
-        total, killed, equivalent, survivors = run_module(module, only)
+        total, killed, equivalent, survivors = run_module(module, only, args.jobs)
         rows.append((module, total, killed, equivalent, len(survivors)))
         print(f"{module}: {_score(killed, total, equivalent)} killed", flush=True)
     print("\n| module | mutants | equivalent | killed | survived | score |")

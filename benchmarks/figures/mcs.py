@@ -7,7 +7,9 @@ one operator per cluster (``--multicluster``, the other as its peer).
 * ``mcs_propagation_p50_ms`` / ``_p99_ms``: a pod's readiness flipped in east, from the
   response to its status PATCH to the watch event of west's imported slice showing it; the
   baseline is the same flip reaching east's own slice (written by the same operator's slice
-  controller), measured on the same flips.
+  controller), measured on the same flips. The flips start once both operators went through
+  their imports and their write budgets refilled, one every ``FLIP_PACE`` seconds (within the
+  default budget: a figure of propagation, not of the budget).
 * ``mcs_restart_resync_s``: N exported Services imported in west; west's operator restarted
   with nothing changed: seconds from the process start until its import queue has gone
   through every key and is idle; the baseline is the same process's readiness (its own
@@ -24,6 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from endpointslice_operator.settings import Settings
 from endpointslice_operator.testing.controlplane import ControlPlane, missing_assets
 from tests.realcluster import objects as o
 from tests.realcluster.kube import Kube, eventually
@@ -36,6 +39,14 @@ from ..lib.bursts import recording
 NS = "mcs-bench"
 SIZES = {"tiny": (4, 5), "quick": (20, 100), "full": (100, 1000)}
 """Readiness flips, exported Services: per mode."""
+BUDGET = (
+    Settings.model_fields["kube_api_burst"].default / Settings.model_fields["kube_api_qps"].default
+)
+"""Seconds the default write budget takes to refill from empty (burst / qps)."""
+FLIP_PACE = 0.2
+"""Seconds between two flips: a flip costs east two writes (its slice, its own import's), so
+10 writes/s, inside the default budget of 20/s. Flipping back to back would measure the budget
+(and its coalescing holds), not how far a change travels."""
 MCS = "/apis/multicluster.x-k8s.io/v1beta1"
 SOURCE = "multicluster.kubernetes.io/source-cluster"
 WRITES = r"endpointslice_operator_mcs_writes_total\{.*\}"
@@ -143,6 +154,9 @@ async def _run(mode: str, workdir: Path) -> list[Figure]:
                     # slices: the flips start once that is done, not behind it.
                     await eventually(lambda: _settled(e, services), timeout=600, interval=0.5)
                     cold_writes = await w.metric(WRITES)
+                    # The cold imports spent both operators' write budgets: let them refill, so
+                    # the flips measure propagation, not the imports' queue.
+                    await asyncio.sleep(2 * BUDGET)
                     latency = await _flips(east, west, flips)
                 # Restart west's operator with nothing changed.
                 loop = asyncio.get_running_loop()
@@ -198,6 +212,7 @@ async def _flips(east: Kube, west: Kube, flips: int) -> dict[str, list[float]]:
                 return True
 
             await eventually(both, timeout=120, interval=0.02)
+            await asyncio.sleep(max(0.0, sent + FLIP_PACE - loop.time()))
     return latency
 
 

@@ -13,6 +13,15 @@ own process on each, in the same run; the Services' figures are the baselines:
 * ``selectors_cpu_us_per_event``: the operator's CPU time per readiness flip (three flips per
   owner, through the emulator's store), syncs and slice writes included.
 * ``selectors_events_per_s``: those flips per second until all show in slices.
+* ``selectors_idle_cpu_pct``: the operator's CPU while nothing happens (after start-up, for
+  :data:`IDLE_SECONDS`), in percent of a core (for EndpointSelectors: their second Kopf
+  instance, and the status counts writer's rounds every ``STATUS_INTERVAL`` s).
+* ``selectors_flapping_status_writes``: then one pod of each of :data:`FLAPPING` owners flaps
+  (its readiness flipped every :data:`FLAP_PERIOD` s for :data:`FLAP_SECONDS` s): the
+  EndpointSelectors' status writes, counted until the counts writer ran once more after the
+  last flip; the baseline is the slice writes of the same flaps (what a status write per sync
+  would cost: the counts change with every flip). Rate-limited, the value stays near
+  ``FLAPPING * FLAP_SECONDS / STATUS_INTERVAL`` however fast the pods flap.
 """
 
 from __future__ import annotations
@@ -25,15 +34,27 @@ from pathlib import Path
 
 import aiohttp
 
+from endpointslice_operator.controller.owners.endpoint_selector_status import STATUS_INTERVAL
+
 from ..figure import Figure
 from ..lib.cluster import Scenario
 from ..lib.probes import slice_writes
-from ..lib.processes import UNLIMITED_WRITES, emulator_process, get_json, operator_process
-from .scale import SETTLE, _events_through_operator, _synced
+from ..lib.processes import (
+    UNLIMITED_WRITES,
+    cpu_seconds,
+    emulator_process,
+    get_json,
+    operator_process,
+)
+from .scale import SETTLE, _churn, _events_through_operator, _synced
 
 OWNERS = {"full": 1_000, "quick": 200, "tiny": 10}
 PODS = 10
 FLIPS_PER_OWNER = 3
+IDLE_SECONDS = 10.0
+FLAPPING = 10
+FLAP_PERIOD = 0.25
+FLAP_SECONDS = 15.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,15 +63,22 @@ class Run:
     writes: int
     events_per_s: float
     cpu_per_event: float
+    idle_cpu: float
+    """CPU seconds per second while idle."""
+    flap_slice_writes: int
+    flap_status_writes: int
 
 
 async def _run(session: aiohttp.ClientSession, scenario: Scenario, workdir: Path) -> Run:
     churn = scenario.services * FLIPS_PER_OWNER
     async with emulator_process(scenario, workdir) as emulator:
 
-        async def writes() -> int:
+        async def status_writes() -> int:
             status = await get_json(session, f"{emulator.control}/selector-writes")
-            return await slice_writes(session, emulator.control) + int(status["count"])
+            return int(status["count"])
+
+        async def writes() -> int:
+            return await slice_writes(session, emulator.control) + await status_writes()
 
         before = await writes()
         began = time.perf_counter()
@@ -59,10 +87,28 @@ async def _run(session: aiohttp.ClientSession, scenario: Scenario, workdir: Path
             synced_s = time.perf_counter() - began
             await asyncio.sleep(SETTLE)
             written = await writes() - before
+            cpu, began_idle = cpu_seconds(operator.pid), time.perf_counter()
+            await asyncio.sleep(IDLE_SECONDS)
+            idle_cpu = (cpu_seconds(operator.pid) - cpu) / (time.perf_counter() - began_idle)
             events_per_s, cpu_per_event, _, _ = await _events_through_operator(
                 session, emulator, operator, scenario, churn
             )
-    return Run(synced_s, written, events_per_s, cpu_per_event)
+            await asyncio.sleep(STATUS_INTERVAL + SETTLE)  # the flips' status written
+            slices_before, status_before = (
+                await slice_writes(session, emulator.control),
+                await status_writes(),
+            )
+            flapping = min(FLAPPING, scenario.services)
+            loop = asyncio.get_running_loop()
+            ends = loop.time() + FLAP_SECONDS
+            while loop.time() < ends:
+                await _churn(session, emulator, flapping, 0)  # pod 0 of the first owners
+                await asyncio.sleep(FLAP_PERIOD)
+            # The counts writer runs once more after the last flip showed in slices.
+            await asyncio.sleep(STATUS_INTERVAL + SETTLE)
+            flap_slices = await slice_writes(session, emulator.control) - slices_before
+            flap_status = await status_writes() - status_before
+    return Run(synced_s, written, events_per_s, cpu_per_event, idle_cpu, flap_slices, flap_status)
 
 
 async def run(mode: str, workdir: Path) -> list[Figure]:
@@ -83,6 +129,18 @@ async def run(mode: str, workdir: Path) -> list[Figure]:
             services.cpu_per_event * 1e6,
         ),
         Figure("selectors_events_per_s", selectors.events_per_s, "events/s", services.events_per_s),
+        Figure(
+            "selectors_idle_cpu_pct",
+            selectors.idle_cpu * 100,
+            "% of a core",
+            services.idle_cpu * 100,
+        ),
+        Figure(
+            "selectors_flapping_status_writes",
+            float(selectors.flap_status_writes),
+            f"status writes ({min(FLAPPING, owners)} owners flapping {FLAP_SECONDS:g} s)",
+            float(selectors.flap_slice_writes),
+        ),
     ]
 
 

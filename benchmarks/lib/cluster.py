@@ -146,10 +146,13 @@ def endpoint_selector_body(name: str, *, namespace: str = NAMESPACE) -> JSON:
     }
 
 
-def _accepted(selector: JSON) -> JSON:
+def _accepted(selector: JSON, endpoints: int) -> JSON:
+    """The status a previous run left: accepted, ``endpoints`` endpoints, all ready."""
     generation = selector["metadata"].get("generation", 1)
     return {
         "observedGeneration": generation,
+        "endpoints": endpoints,
+        "readyEndpoints": endpoints,
         "conditions": [
             {
                 "type": "Ready",
@@ -216,8 +219,9 @@ def populate(store: Store, scenario: Scenario) -> int:
         store.registry.unserved.discard(SELECTOR_GROUP)
     for name, opted_in, count in _service_groups(scenario):
         if selectors and opted_in:
+            # With the status a previous run left.
             service = store.create(endpoint_selector_body(name, namespace=scenario.namespace))
-            service["status"] = _accepted(service)
+            service["status"] = _accepted(service, count)
             store.update(service, subresource="status")
         else:
             service = store.create(

@@ -131,6 +131,9 @@ class OperatorApiClient(ApiClient):
         )
 
     async def close(self) -> None:
-        if self.keepalive is not None:
-            await self.keepalive.close()
-        await super().close()
+        # The session is closed even when closing the keep-alive pool fails or is cancelled.
+        try:
+            if self.keepalive is not None:
+                await self.keepalive.close()
+        finally:
+            await super().close()

@@ -69,6 +69,10 @@ from endpointslice_operator.controller.owners.endpoint_selector import (
     EndpointSelectorIndex,
     EndpointSelectorSyncer,
 )
+from endpointslice_operator.controller.owners.endpoint_selector_prune import keep_pruning
+from endpointslice_operator.controller.owners.endpoint_selector_status import (
+    keep_writing_counts,
+)
 from endpointslice_operator.controller.owners.endpoint_selector_watch import (
     serve_endpoint_selectors,
 )
@@ -372,6 +376,12 @@ class Operator:
                     namespaces=list(self.settings.namespaces),
                     on_signal=self.stop,
                 )
+            )
+            # Objects deleted while Kopf's watch had expired (no DELETED event): forgotten.
+            self._spawn(keep_pruning(api_client, selectors, router, list(self.settings.namespaces)))
+            # Their endpoint counts, into their status at most once per interval (the leader's).
+            self._spawn(
+                keep_writing_counts(api_client, selectors, lambda: router.queue is not None)
             )
         self._start_multicluster(api_client, configuration, router)
         await self._run_tasks(configuration, api_client, router, syncer)

@@ -116,15 +116,14 @@ def _special_address(canonical: str, is_ipv6: bool) -> str | None:
         return "loopback address"
     if address.is_link_local:  # 169.254.0.0/16, fe80::/10
         return "link-local address"
-    if _is_link_local_multicast(address.packed):
+    if _is_link_local_multicast_v6(address.packed):
         return "link-local multicast address"
     return None
 
 
-def _is_link_local_multicast(packed: bytes) -> bool:
-    """Go's ``IsLinkLocalMulticast``: 224.0.0.0/24, or ff02::/16 with any flags (ffX2::/16)."""
-    if len(packed) == 4:
-        return packed[:3] == b"\xe0\x00\x00"
+def _is_link_local_multicast_v6(packed: bytes) -> bool:
+    """Go's ``IsLinkLocalMulticast`` for IPv6: ff02::/16 with any flags (ffX2::/16). (Its
+    IPv4 half, 224.0.0.0/24, is in :func:`_special_ipv4`.)"""
     return packed[0] == 0xFF and packed[1] & 0x0F == 0x02
 
 

@@ -51,9 +51,9 @@ def num_desired_slices(endpoints: int, max_endpoints_per_slice: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class _Totals:
-    endpoints: int = 0
-    actual_slices: int = 0
-    desired_slices: int = 0
+    endpoints: int
+    actual_slices: int
+    desired_slices: int
 
 
 class MetricsCache:

@@ -126,10 +126,9 @@ def generate_name_prefix(name: str) -> str:
     """``<name>-``, or the bare name if that is not a valid DNS-subdomain prefix."""
     prefix = f"{name}-"
     valid = (
-        0 < len(prefix) <= 253
+        len(prefix) <= 253
         and set(prefix) <= _DNS1123_LABEL_CHARS
-        and prefix[0].isalnum()
-        and all(part and part[0].isalnum() for part in prefix[:-1].split("."))
+        and all(label and label[0].isalnum() for label in name.split("."))
     )
     return prefix if valid else name
 
@@ -334,7 +333,7 @@ def placeholder_equal(existing: Mapping[str, Any], placeholder: Mapping[str, Any
         return False
     if _semantic_empty(em.get("ownerReferences")) != _semantic_empty(pm.get("ownerReferences")):
         return False
-    for field in set(existing) | set(placeholder):
+    for field in dict.fromkeys((*existing, *placeholder)):  # in order: no hash-seed luck
         if field in ("metadata", "apiVersion", "kind"):
             continue
         if _semantic_empty(existing.get(field)) != _semantic_empty(placeholder.get(field)):

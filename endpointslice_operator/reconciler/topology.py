@@ -18,7 +18,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
@@ -157,10 +157,7 @@ def _parse_quantity(value: object) -> Fraction:
     if match is None:
         return Fraction(0)
     number, suffix = match.groups()
-    try:
-        amount = Fraction(Decimal(number))
-    except (InvalidOperation, ValueError):
-        return Fraction(0)
+    amount = Fraction(Decimal(number))  # the pattern admits only finite decimal literals
     if suffix[:1] in ("e", "E") and suffix[1:].lstrip("+-").isdigit():
         exponent = int(suffix[1:])
         if abs(exponent) > 64:

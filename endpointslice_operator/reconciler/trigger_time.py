@@ -57,9 +57,8 @@ def _parse_rfc3339(value: str) -> datetime | None:
     try:
         offset = timedelta(0)
         if not zulu:
+            # timezone() below refuses a day or more (ValueError): no check of our own.
             offset = timedelta(hours=int(off_h), minutes=int(off_m))
-            if offset >= timedelta(hours=24):
-                return None
             if sign == "-":
                 offset = -offset
         # RFC 3339 allows a leap second (:60); fold it onto the last representable instant.

@@ -285,7 +285,10 @@ class Store:
 
     def changed_since(self, resource: str | ResourceInfo, since: int) -> bool:
         """Whether any object of ``resource`` was written after resourceVersion ``since``."""
-        history = self._history[self._storage(self.resolve(resource)).key]
+        key = self._storage(self.resolve(resource)).key
+        history = self._history[key]
+        if since < self._compacted[key]:
+            return True  # compacted since: whether anything changed is not known any more
         return bool(history) and history[-1].rv > since
 
     def count_after(
@@ -514,10 +517,26 @@ class Store:
         watcher.close()
         self._watchers[watcher.info.key].discard(watcher)
 
-    def close_watchers(self) -> None:
-        for watchers in self._watchers.values():
-            for watcher in tuple(watchers):
-                self.unwatch(watcher)
+    def close_watchers(self, resource: str | ResourceInfo | None = None) -> None:
+        """End the open watches (of ``resource`` only, if given), as a server-side timeout or
+        an API server restart ends them: each client resumes from its last resourceVersion."""
+        keys = [self._storage(self.resolve(resource)).key] if resource is not None else None
+        for key, watchers in self._watchers.items():
+            if keys is None or key in keys:
+                for watcher in tuple(watchers):
+                    self.unwatch(watcher)
+
+    def compact(self, resource: str | ResourceInfo) -> int:
+        """Drop the history of ``resource`` up to now, as etcd's periodic compaction does: a
+        watch (or a list page) resuming from an older resourceVersion gets 410 ``Expired``, and
+        the client lists again; objects deleted since it last watched show no ``DELETED``
+        event. Returns the compacted revision."""
+        info = self._storage(self.resolve(resource))
+        history = self._history[info.key]
+        if history:
+            self._compacted[info.key] = max(self._compacted[info.key], history[-1].rv)
+        history.clear()
+        return self._compacted[info.key]
 
     # -----------------------------------------------------------------------------------------
     # Shared write helpers

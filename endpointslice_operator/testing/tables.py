@@ -7,6 +7,7 @@ endpointslices`` shows ADDRESSTYPE, PORTS and ENDPOINTS as it does against a clu
 from __future__ import annotations
 
 import calendar
+import json
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -184,6 +185,24 @@ def _lease_cells(obj: JSON, now: float) -> list[Any]:
     return [(obj.get("spec") or {}).get("holderIdentity", "")]
 
 
+def _endpoint_selector_cells(obj: JSON, now: float) -> list[Any]:
+    """The CRD's additionalPrinterColumns (deploy/crds/endpointselectors...yaml): a value the
+    object lacks is null, an object is its JSON, as the API server renders a JSONPath."""
+    status = obj.get("status") or {}
+    ready: JSON = next(
+        (c for c in status.get("conditions") or [] if c.get("type") == "Ready"),
+        {},
+    )
+    selector = (obj.get("spec") or {}).get("selector")
+    return [
+        ready.get("status"),
+        ready.get("reason"),
+        status.get("endpoints"),
+        status.get("readyEndpoints"),
+        None if selector is None else json.dumps(selector, separators=(",", ":"), sort_keys=True),
+    ]
+
+
 def _deployment_cells(obj: JSON, now: float) -> list[Any]:
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     ready = f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 0)}"
@@ -254,6 +273,17 @@ PRINTERS: dict[str, tuple[list[JSON], Cells]] = {
             _column("Ready", "Number of ready pods.", "integer"),
         ],
         _replica_set_cells,
+    ),
+    # A custom resource: its CRD's printer columns.
+    "endpointselectors": (
+        [
+            _column("Ready", "Custom resource definition column (in JSONPath format)."),
+            _column("Reason", "Custom resource definition column (in JSONPath format)."),
+            _column("Endpoints", "Endpoints in the published EndpointSlices.", "integer"),
+            _column("Ready-Endpoints", "Those of them ready.", "integer"),
+            {**_column("Selector", "Custom resource definition column."), "priority": 1},
+        ],
+        _endpoint_selector_cells,
     ),
     "endpoints": ([_column("Endpoints", "Endpoints of the object.")], _endpoints_cells),
     "namespaces": ([_column("Status", "The status of the namespace.")], _namespace_cells),

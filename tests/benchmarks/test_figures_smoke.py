@@ -115,9 +115,16 @@ def test_selectors() -> None:
         "selectors_startup_writes",
         "selectors_cpu_us_per_event",
         "selectors_events_per_s",
+        "selectors_idle_cpu_pct",
+        "selectors_flapping_status_writes",
     }
     # Nothing changed since the slices (and statuses) were written: no writes, either kind.
     assert figures["selectors_startup_writes"].value == 0
     assert figures["selectors_startup_writes"].baseline == 0
     # (CPU per flip is read from /proc in 10 ms ticks: 30 tiny-mode flips may show 0.)
     assert figures["selectors_events_per_s"].value > 0
+    # Ten pods flapping four times a second for 15 s: a slice write per flip the operator
+    # sees, and their selectors' status written at most once per status interval each.
+    flapping = figures["selectors_flapping_status_writes"]
+    assert flapping.baseline is not None and flapping.baseline >= 100
+    assert 10 <= flapping.value <= 10 * (15 / 5 + 2)

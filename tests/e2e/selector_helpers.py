@@ -85,3 +85,11 @@ def ready_condition(emu: Emulator, name: str) -> dict[str, Any] | None:
         if condition.get("type") == "Ready":
             return dict(condition, observedGeneration=status.get("observedGeneration"))
     return None
+
+
+def status_counts(emu: Emulator, name: str) -> tuple[int | None, int | None]:
+    """``(status.readyEndpoints, status.endpoints)`` of an EndpointSelector."""
+    current = emu.store.get("endpointselectors", NS, name)
+    assert current is not None
+    status = current.get("status") or {}
+    return status.get("readyEndpoints"), status.get("endpoints")

@@ -8,7 +8,10 @@ from typing import Any
 
 import pytest
 
+from endpointslice_operator.controller.owners.endpoint_selector_prune import PRUNE_INTERVAL
+from endpointslice_operator.controller.owners.endpoint_selector_status import STATUS_INTERVAL
 from endpointslice_operator.testing import run_emulator
+from endpointslice_operator.testing.faults import LATENCY
 from tests.e2e.harness import (
     LABEL_MANAGED_BY,
     LABEL_SERVICE_NAME,
@@ -34,6 +37,7 @@ from tests.e2e.selector_helpers import (
     selector_addresses,
     selector_body,
     selector_slices,
+    status_counts,
     update_selector,
 )
 
@@ -325,6 +329,118 @@ async def test_deleting_removes_the_slices_by_garbage_collector_or_by_the_operat
             assert writes(emu)["delete"] == deletes + 1
 
 
+@pytest.mark.looptime
+async def test_endpoint_counts_reach_the_status_at_most_once_per_interval_under_churn() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        install_crd(emu)
+        for i in range(3):
+            pod(emu, f"web-{i}", f"10.1.0.{i + 1}")
+        endpoint_selector(emu, "web", match_labels={"app": "web"})
+        async with running_operator(emu):
+            await eventually(lambda: status_counts(emu, "web") == (3, 3), timeout=30)
+            owner = emu.store.get("endpointselectors", NS, "web")
+            assert owner is not None
+            assert "finalizers" not in owner["metadata"]  # deleting it never waits for us
+            status_writes = emu.requests.count(
+                verb="patch", resource="endpointselectors", subresource="status"
+            )
+            slice_updates = writes(emu)["update"]
+            # A pod flapping 10 times a second for 20 s: every flip is a slice write...
+            for flip in range(200):
+                set_ready(emu, "web-0", flip % 2 == 1)
+                await asyncio.sleep(0.1)
+            set_ready(emu, "web-0", False)
+            await eventually(lambda: status_counts(emu, "web") == (2, 3), timeout=30)
+            assert writes(emu)["update"] - slice_updates > 50
+            # ... but the status is written at most once per interval (20 s / 5 s, the end
+            # state, and one interval of slack for where the flips fall in the timer's phase).
+            written = (
+                emu.requests.count(verb="patch", resource="endpointselectors", subresource="status")
+                - status_writes
+            )
+            assert 1 <= written <= 20 / STATUS_INTERVAL + 2
+            # Counts that come back to what the status shows cost nothing.
+            status_writes += written
+            set_ready(emu, "web-1", False)
+            await asyncio.sleep(0.5)
+            set_ready(emu, "web-1", True)
+            await asyncio.sleep(3 * STATUS_INTERVAL)
+            assert status_counts(emu, "web") == (2, 3)
+            assert (
+                emu.requests.count(verb="patch", resource="endpointselectors", subresource="status")
+                == status_writes
+            )
+
+
+@pytest.mark.looptime
+async def test_a_refused_count_write_is_tried_again_at_the_next_round() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        install_crd(emu)
+        pod(emu, "web-0", "10.1.0.1")
+        endpoint_selector(emu, "web", match_labels={"app": "web"})
+        async with running_operator(emu):
+            await eventually(lambda: status_counts(emu, "web") == (1, 1), timeout=30)
+            emu.faults.fault_verbs = {"patch"}
+            emu.faults.fault_resources = {"endpointselectors"}
+            emu.faults.fail_codes = (500,)
+            emu.faults.fail_rate = 1.0
+            refused = emu.requests.count(verb="patch", resource="endpointselectors", code=500)
+            set_ready(emu, "web-0", False)
+            await eventually(lambda: selector_slices(emu, "web") != [], timeout=30)
+            await asyncio.sleep(3 * STATUS_INTERVAL)
+            failed = (
+                emu.requests.count(verb="patch", resource="endpointselectors", code=500) - refused
+            )
+            assert 2 <= failed <= 4  # one refused write a round, not a retry loop
+            assert status_counts(emu, "web") == (1, 1)
+            emu.faults.fail_rate = 0.0
+            await eventually(
+                lambda: status_counts(emu, "web") == (0, 1), timeout=3 * STATUS_INTERVAL
+            )
+
+
+@pytest.mark.looptime
+async def test_a_deletion_missed_while_the_watch_had_expired_is_found() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        install_crd(emu)
+        pod(emu, "web-0", "10.1.0.1")
+        endpoint_selector(emu, "kept", match_labels={"app": "web"})
+        endpoint_selector(emu, "gone", match_labels={"app": "web"})
+        async with running_operator(emu) as op:
+            index = op.endpoint_selectors
+            assert index is not None
+            for name in ("kept", "gone"):
+                await eventually(lambda n=name: selector_addresses(emu, n) == {"10.1.0.1"})
+            # While nothing is missed, a comparison costs one list of one item a round.
+            lists = emu.requests.count(verb="list", resource="endpointselectors")
+            await asyncio.sleep(2 * PRUNE_INTERVAL)
+            assert emu.requests.count(verb="list", resource="endpointselectors") - lists == 2
+            # Kopf's watch ends, and its resumption is slow to reach the server...
+            emu.faults.fault_verbs = {"watch"}
+            emu.faults.fault_resources = {"endpointselectors"}
+            emu.faults.latency = 30.0
+            held = emu.faults_injected[LATENCY]
+            emu.store.close_watchers("endpointselectors")
+            await eventually(lambda: emu.faults_injected[LATENCY] > held)
+            emu.faults.latency = 0.0
+            # ... while the EndpointSelector is deleted (its slices orphaned, so that only the
+            # operator would remove them)...
+            emu.store.delete("endpointselectors", NS, "gone", propagation_policy="Orphan")
+            await eventually(lambda: emu.store.get("endpointselectors", NS, "gone") is None)
+            # ... and the history is compacted: the resumption gets 410 Expired, Kopf lists
+            # again, and the listing merely leaves the object out (no DELETED event).
+            emu.store.compact("endpointselectors")
+            await asyncio.sleep(35)
+            assert selector_slices(emu, "gone") != []  # Kopf alone would keep them forever
+            await eventually(lambda: selector_slices(emu, "gone") == [], timeout=2 * PRUNE_INTERVAL)
+            assert index.get(f"endpointselector:{NS}/gone") is None
+            assert index.get(f"endpointselector:{NS}/kept") is not None
+            assert selector_addresses(emu, "kept") == {"10.1.0.1"}
+
+
 async def test_restart_with_nothing_changed_writes_nothing() -> None:
     async with run_emulator() as emu:
         cluster(emu)
@@ -337,6 +453,7 @@ async def test_restart_with_nothing_changed_writes_nothing() -> None:
             await eventually(lambda: len(selector_addresses(emu, "web")) == 5)
             await eventually(lambda: ready_condition(emu, "bad") is not None)
             await eventually(lambda: ready_condition(emu, "web") is not None)
+            await eventually(lambda: status_counts(emu, "web") == (5, 5), timeout=30)
             await settle(op)
         before = writes(emu)
         patches = emu.requests.count(verb="patch", resource="endpointselectors")

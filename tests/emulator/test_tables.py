@@ -131,3 +131,43 @@ async def test_watch_events_are_one_row_tables(emu: Emulator) -> None:
     assert event["type"] == "ADDED"
     assert event["object"]["kind"] == "Table"
     assert event["object"]["rows"][0]["cells"][0] == "web"
+
+
+async def test_endpoint_selector_columns_are_those_of_its_crd(emu: Emulator) -> None:
+    emu.store.registry.unserved.discard("endpointslice-operator.io")  # the CRD installed
+    selector = {"matchLabels": {"app": "web"}}
+    body = {
+        "apiVersion": "endpointslice-operator.io/v1alpha1",
+        "kind": "EndpointSelector",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"selector": selector},
+    }
+    emu.store.create(body)
+    emu.store.create({**body, "metadata": {"name": "new", "namespace": "default"}})
+    current = emu.store.get("endpointselectors", "default", "web")
+    assert current is not None
+    current["status"] = {
+        "conditions": [{"type": "Ready", "status": "True", "reason": "Accepted"}],
+        "endpoints": 3,
+        "readyEndpoints": 2,
+    }
+    emu.store.update(current, subresource="status")
+    table = await get_table(
+        emu, "/apis/endpointslice-operator.io/v1alpha1/namespaces/default/endpointselectors"
+    )
+    columns = table["columnDefinitions"]
+    assert [c["name"] for c in columns] == [
+        "Name",
+        "Ready",
+        "Reason",
+        "Endpoints",
+        "Ready-Endpoints",
+        "Selector",
+        "Age",
+    ]
+    assert [c["priority"] for c in columns] == [0, 0, 0, 0, 0, 1, 0]  # -o wide adds Selector
+    rows = {row["cells"][0]: row["cells"][1:6] for row in table["rows"]}
+    assert rows == {
+        "web": ["True", "Accepted", 3, 2, '{"matchLabels":{"app":"web"}}'],
+        "new": [None, None, None, None, '{"matchLabels":{"app":"web"}}'],  # no status yet
+    }

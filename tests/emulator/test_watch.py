@@ -214,3 +214,29 @@ async def test_a_bookmark_comes_just_before_the_timeout(emu: Emulator) -> None:
     assert bookmark["type"] == "BOOKMARK"
     assert at == pytest.approx(8, abs=0.1)
     assert loop.time() - started == pytest.approx(10, abs=0.1)
+
+
+async def test_compaction_expires_older_versions_and_ending_watches_of_one_resource() -> None:
+    async with run_emulator() as emu:
+        first = emu.store.create(labelled("a"))
+        emu.store.delete("endpointslices", "default", "a")
+        before = first["metadata"]["resourceVersion"]
+        # Within the history, a resumption sees the deletion.
+        async with watch(emu, resourceVersion=before, timeoutSeconds="1") as stream:
+            assert [e["type"] for e in await stream.rest()] == ["DELETED"]
+        async with (
+            watch(emu, resourceVersion="0") as slices,
+            watch(emu, "/api/v1/pods", resourceVersion="0", timeoutSeconds="5") as pods,
+        ):
+            emu.store.close_watchers("endpointslices")
+            assert await slices.rest() == []  # ended, as a server-side timeout ends it
+            emu.store.create_namespace("unrelated")
+            assert not pods.response.content.at_eof()  # the other resource's watch goes on
+        # Compacted: the same resumption is 410 Expired, the deletion no longer told.
+        compacted = emu.store.compact("endpointslices")
+        assert compacted == emu.store.resource_version - 1  # the namespace came after
+        async with watch(emu, resourceVersion=before) as stream:
+            (error,) = await stream.rest()
+        assert (error["type"], error["object"]["code"]) == ("ERROR", 410)
+        async with watch(emu, resourceVersion=str(compacted), timeoutSeconds="1") as stream:
+            assert await stream.rest() == []

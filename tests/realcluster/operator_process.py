@@ -19,6 +19,8 @@ from endpointslice_operator.testing.controlplane import free_port
 from tests.realcluster.deadline import Deadline
 
 STOP_SECONDS = 20.0
+LEAK = re.compile(r"Unclosed client session|Unclosed connector|Task was destroyed but it is pending")
+"""What asyncio and aiohttp log about a session or task left open at a stop."""
 
 
 def command() -> list[str]:
@@ -143,3 +145,7 @@ async def running(
     finally:
         code = await operator.stop()
         assert code in (0, -signal.SIGKILL), f"exit {code}:\n{operator.log()[-3000:]}"
+        if code == 0:
+            # A clean stop closes what it opened (a peer's session, a task).
+            leaks = [line for line in operator.log().splitlines() if LEAK.search(line)]
+            assert not leaks, "\n".join(leaks)

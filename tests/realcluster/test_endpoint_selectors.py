@@ -12,7 +12,12 @@ from typing import Any
 
 import pytest
 import yaml
+from kubernetes_asyncio import config as k8s_config
+from kubernetes_asyncio.client import ApiClient, Configuration
 
+from endpointslice_operator.controller.owners.endpoint_selector_prune import (
+    count_endpoint_selectors,
+)
 from tests.realcluster import objects as o
 from tests.realcluster.kube import (
     JSON,
@@ -164,10 +169,56 @@ async def test_selection_labels_owner_status_and_printer_columns(
         f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors",
         headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
     )
-    columns = [c["name"] for c in table["columnDefinitions"]]
-    assert columns[:4] == ["Name", "Ready", "Reason", "Selector"]
-    rows = {row["cells"][0]: row["cells"][1:3] for row in table["rows"]}
-    assert rows["by-labels"] == ["True", "Accepted"]
+    # The emulator renders the same (tests/emulator/test_tables.py).
+    columns = table["columnDefinitions"]
+    assert [c["name"] for c in columns] == [
+        "Name",
+        "Ready",
+        "Reason",
+        "Endpoints",
+        "Ready-Endpoints",
+        "Selector",
+        "Age",
+    ]
+    assert [c["priority"] for c in columns] == [0, 0, 0, 0, 0, 1, 0]
+    cells = {row["cells"][0]: row["cells"] for row in table["rows"]}
+    assert cells["by-labels"][5] == '{"matchLabels":{"app":"web"}}'
+
+    async def row(want: list[Any]) -> bool:
+        table = await kube.request(
+            "GET",
+            f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors",
+            headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
+        )
+        rows = {row["cells"][0]: row["cells"][1:5] for row in table["rows"]}
+        assert rows["by-labels"] == want, rows
+        return True
+
+    # The endpoint counts, written at most every 5 s (endpoint_selector_status).
+    await eventually(lambda: row(["True", "Accepted", 2, 2]), timeout=60)
+    await o.set_ready(kube, ns, "web-1", False)
+    await eventually(lambda: row(["True", "Accepted", 2, 1]), timeout=60)
+    # What kubectl shows.
+    kubectl = await asyncio.create_subprocess_exec(
+        "kubectl",
+        "--kubeconfig",
+        str(kube.kubeconfig),
+        "get",
+        "endpointselectors",
+        "-n",
+        ns,
+        "by-labels",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(kubectl.communicate(), timeout=60)
+    assert kubectl.returncode == 0, err.decode()
+    header, line = out.decode().splitlines()
+    assert header.split()[:5] == ["NAME", "READY", "REASON", "ENDPOINTS", "READY-ENDPOINTS"]
+    assert line.split()[:5] == ["by-labels", "True", "Accepted", "2", "1"]
+    # No finalizer: deleting it (or its namespace, or the CRD) never waits for the operator.
+    current = await kube.get(f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors/by-labels")
+    assert "finalizers" not in current["metadata"]
 
 
 async def test_the_schema_refuses_what_it_can_and_the_operator_the_rest(
@@ -378,6 +429,14 @@ async def test_a_restart_with_nothing_changed_writes_nothing(
         await until_selected(kube, ns, "web", {f"10.1.0.{i + 1}" for i in range(12)})
         await until_condition(kube, ns, "web", "True", "Accepted")
         await until_condition(kube, ns, "bad", "False", "InvalidPort")
+
+        async def counted() -> bool:
+            current = await kube.get(f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors/web")
+            status = current.get("status") or {}
+            assert (status.get("endpoints"), status.get("readyEndpoints")) == (12, 12), status
+            return True
+
+        await eventually(counted, timeout=60)
     slices_path = f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"
     selectors_path = f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors"
     slices_version = (await kube.get(slices_path))["metadata"]["resourceVersion"]
@@ -394,7 +453,9 @@ async def test_a_restart_with_nothing_changed_writes_nothing(
                 )
 
             await eventually(synced, timeout=60)
-            await asyncio.sleep(1)  # a status patch would come right after the listing
+            # A status patch would come right after the listing, or at the counts writer's
+            # next round (every 5 s).
+            await asyncio.sleep(6)
             assert await second.metric(r"endpoint_slice_controller_changes\{.*\}") == 0
         assert slice_events == []
         assert selector_events == [], json.dumps(selector_events)[:2000]
@@ -483,3 +544,18 @@ async def test_sigterm_stops_the_operator_while_endpoint_selectors_are_served(
     await eventually(serving, timeout=60)
     assert await selector_operator.stop() == 0, selector_operator.log()[-2000:]
     assert "stopped" in selector_operator.log().splitlines()[-1]
+
+
+async def test_counting_them_takes_one_list_of_one_item(kube: Kube, ns: str, crd: None) -> None:
+    """The missed-deletion check (``endpoint_selector_prune``) counts a scope's EndpointSelectors
+    from a ``limit=1`` list's ``remainingItemCount``: the real server gives it for them."""
+    for name in ("a", "b", "c"):
+        await create_selector(kube, ns, selector_body(name, {"matchLabels": {"app": name}}))
+    configuration = Configuration()
+    await k8s_config.load_kube_config(
+        config_file=str(kube.kubeconfig), client_configuration=configuration
+    )
+    async with ApiClient(configuration) as api:
+        assert await count_endpoint_selectors(api, ns) == 3
+        page = await kube.get(f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors", limit="1")
+        assert page["metadata"]["remainingItemCount"] == 2

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,70 +18,35 @@ from endpointslice_operator.testing.controlplane import ControlPlane
 from tests.realcluster import objects as o
 from tests.realcluster.conftest import Cluster, assets_dir
 from tests.realcluster.kube import Kube, eventually
+from tests.realcluster.mcs_clusters import (
+    DEADLINE,
+    MCS,
+    by_source,
+    cluster_id,
+    conditions,
+    export,
+    extra_plane,
+    import_of,
+    imported_slices,
+)
 from tests.realcluster.mcs_crds import install_crds
 from tests.realcluster.operator_process import running
 
 pytestmark = pytest.mark.realcluster
 
-MCS = "/apis/multicluster.x-k8s.io/v1beta1"
-SLICES = "/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"
-IMPORTED = "multicluster.kubernetes.io/service-name={name}"
-DEADLINE = 60.0
-
 
 @pytest.fixture(scope="module")
 def west_plane(cluster: Cluster) -> Iterator[ControlPlane]:
-    assets = assets_dir()
-    if cluster.plane is None or assets is None:
+    if cluster.plane is None:
         pytest.skip("needs KUBEBUILDER_ASSETS: a second control plane is started")
-    plane = ControlPlane(
-        assets=assets, workdir=Path(tempfile.mkdtemp(prefix="eso-west-")), with_kcm=False
-    )
-    try:
-        plane.start()
+    with extra_plane(assets_dir(), "west") as plane:
         yield plane
-    finally:
-        plane.stop()
 
 
 @pytest.fixture
 async def west(west_plane: ControlPlane) -> AsyncIterator[Kube]:
     async with await Kube.load(west_plane.kubeconfig) as client:
         yield client
-
-
-async def cluster_id(kube: Kube, value: str) -> None:
-    body = {
-        "apiVersion": "about.k8s.io/v1beta1",
-        "kind": "ClusterProperty",
-        "metadata": {"name": "cluster.clusterset.k8s.io"},
-        "spec": {"value": value},
-    }
-    status, answer = await kube.status_of(
-        "POST", "/apis/about.k8s.io/v1beta1/clusterproperties", body
-    )
-    assert status in (200, 409), answer
-
-
-async def export(kube: Kube, ns: str, name: str) -> Any:
-    body = {
-        "apiVersion": "multicluster.x-k8s.io/v1beta1",
-        "kind": "ServiceExport",
-        "metadata": {"name": name, "namespace": ns},
-    }
-    return await kube.create(f"{MCS}/namespaces/{ns}/serviceexports", body)
-
-
-async def imported_slices(kube: Kube, ns: str, name: str) -> list[Any]:
-    body = await kube.get(SLICES.format(ns=ns), labelSelector=IMPORTED.format(name=name))
-    return list(body["items"])
-
-
-def conditions(obj: Any) -> dict[str, tuple[str, str]]:
-    return {
-        c["type"]: (c["status"], c["reason"])
-        for c in (obj.get("status") or {}).get("conditions") or []
-    }
 
 
 async def test_export_in_east_is_imported_in_both_clusters_and_follows_readiness(
@@ -270,20 +234,6 @@ def operators(kube: Kube, west: Kube, west_plane: ControlPlane, ns: str, log_dir
         west.kubeconfig, log_dir / "west.log", *args, "--mcs-peer", str(kube.kubeconfig)
     )
     return east, west_op
-
-
-async def import_of(client: Kube, ns: str, name: str = "web") -> Any:
-    return await client.get(f"{MCS}/namespaces/{ns}/serviceimports/{name}")
-
-
-def by_source(items: list[Any]) -> dict[str, set[str]]:
-    found: dict[str, set[str]] = {}
-    for item in items:
-        cluster = item["metadata"]["labels"]["multicluster.kubernetes.io/source-cluster"]
-        found.setdefault(cluster, set()).update(
-            a for e in item.get("endpoints") or [] for a in e["addresses"]
-        )
-    return found
 
 
 async def settled(op: Any) -> bool:

@@ -4,6 +4,7 @@ plans as the plain JSON; endpoint JSON dropped only where it is rebuilt exactly.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from typing import Any
 
@@ -11,7 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from endpointslice_operator.reconciler import CachedSlice, ReconcilerConfig, plan_service
+from endpointslice_operator.reconciler import (
+    CachedSlice,
+    ReconcilerConfig,
+    plan_service,
+    pod_record,
+)
+from endpointslice_operator.reconciler.records import PodRecord
 from endpointslice_operator.reconciler.slices import SliceParseCache, _parse_body
 
 from .test_compact import _NODES, _planned_slice, _pod, _service
@@ -165,3 +172,86 @@ def test_hints_are_added_to_and_removed_from_unchanged_cached_slices(distributio
     unhinted = plan_service(_service(), pods, _NODES, [CachedSlice(hinted)], config)
     assert len(unhinted.updates) == 1 and type(unhinted.updates[0]) is dict
     assert all("hints" not in e for e in unhinted.updates[0]["endpoints"])
+
+
+def _endpoint(i: int, conditions: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "addresses": [f"10.0.0.{i}"],
+        "conditions": conditions,
+        "targetRef": {"kind": "Pod", "namespace": "ns", "name": f"web-{i}", "uid": f"pod-uid-{i}"},
+        **extra,
+    }
+
+
+def _with_endpoints(endpoints: list[Any]) -> dict[str, Any]:
+    endpoint_slice = _planned_slice()
+    endpoint_slice["endpoints"] = endpoints
+    return endpoint_slice
+
+
+def test_every_condition_combination_with_or_without_node_and_zone_is_rebuilt_exactly() -> None:
+    endpoints = []
+    for i, (ready, serving, terminating) in enumerate(itertools.product((False, True), repeat=3)):
+        located = {"nodeName": f"node-{i}"} if i % 2 else {}
+        if i % 4 < 2:
+            located["zone"] = f"zone-{i}"
+        conditions = {"ready": ready, "serving": serving, "terminating": terminating}
+        endpoints.append(_endpoint(i, conditions, **located))
+    endpoint_slice = _with_endpoints(endpoints)
+    cached = CachedSlice(_decoded(endpoint_slice))
+    assert cached.endpoints_rebuilt
+    assert cached == endpoint_slice
+    assert cached.parsed == _parse_body(endpoint_slice)
+
+
+@pytest.mark.parametrize("ready", [None, "true", 1])
+def test_conditions_that_are_not_all_booleans_keep_their_json(ready: object) -> None:
+    conditions = {"ready": ready, "serving": True, "terminating": False}
+    endpoint_slice = _with_endpoints([_endpoint(1, conditions)])
+    cached = CachedSlice(_decoded(endpoint_slice))
+    assert not cached.endpoints_rebuilt
+    assert cached == endpoint_slice and cached.parsed == _parse_body(endpoint_slice)
+
+
+def test_targets_of_another_kind_are_rebuilt_with_their_kind() -> None:
+    conditions = {"ready": True, "serving": True, "terminating": False}
+    endpoints = [_endpoint(i, conditions) for i in range(2)]
+    for endpoint in endpoints:
+        endpoint["targetRef"]["kind"] = "VirtualMachineInstance"
+    endpoint_slice = _with_endpoints(endpoints)
+    cached = CachedSlice(_decoded(endpoint_slice))
+    assert cached.endpoints_rebuilt
+    assert cached == endpoint_slice
+
+
+@pytest.mark.parametrize("metadata", [{}, {"metadata": None}], ids=["none", "null"])
+def test_a_slice_without_metadata_is_held(metadata: dict[str, Any]) -> None:
+    endpoint_slice = {"addressType": "IPv4", **metadata, "endpoints": []}
+    assert CachedSlice(endpoint_slice) == endpoint_slice
+
+
+def test_sharing_pod_strings_with_unknown_pods_changes_nothing() -> None:
+    endpoint_slice = _planned_slice()
+    cached = CachedSlice(_decoded(endpoint_slice))
+    cached.share_pod_strings(lambda namespace, name: None)
+    assert cached.endpoints_rebuilt
+    assert cached == endpoint_slice and cached.parsed == _parse_body(endpoint_slice)
+
+
+def test_sharing_pod_strings_again_builds_nothing_new() -> None:
+    """Sharing is offered to every held slice whenever the pods are listed: a slice that holds
+    its pods' strings already keeps its columns as they are (no new tuples)."""
+    records = {pod["metadata"]["name"]: pod_record(_decoded(pod)) for pod in map(_pod, range(7))}
+
+    def pods(namespace: str, name: str) -> PodRecord | None:
+        return records.get(name)
+
+    cached = CachedSlice(_decoded(_planned_slice()))
+    cached.share_pod_strings(pods)
+    states = cached.parsed[2]
+    assert all(state[7] is records[state[7]].name for state in states)
+    assert all(state[8] is records[state[7]].uid for state in states)
+    columns = (cached._names, cached._uids)
+    cached.share_pod_strings(pods)
+    assert (cached._names, cached._uids) == columns
+    assert cached._names is columns[0] and cached._uids is columns[1]

@@ -131,3 +131,13 @@ def test_shared_strings_copies_and_shares_repeated_strings() -> None:
     # Unique per version, or long and unique: left as they are (no interning table entry).
     assert shared["metadata"]["resourceVersion"] is tree["metadata"]["resourceVersion"]
     assert shared["metadata"]["annotations"] is tree["metadata"]["annotations"]
+
+
+def test_endpoints_after_one_that_is_not_an_object_are_compacted_too() -> None:
+    endpoints = compact_slice(_planned_slice())["endpoints"]
+    mixed = _planned_slice()
+    mixed["endpoints"].insert(0, "not an endpoint")
+    compacted = compact_slice(mixed)["endpoints"][1:]
+    for mine, theirs in zip(endpoints, compacted, strict=True):
+        assert mine["conditions"] is theirs["conditions"]
+        assert mine["nodeName"] is theirs["nodeName"]

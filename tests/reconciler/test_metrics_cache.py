@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from endpointslice_operator.reconciler.metrics_cache import (
@@ -161,3 +163,18 @@ def test_num_desired_slices(endpoints: int, maximum: int, expected: int) -> None
 def test_max_endpoints_per_slice_must_be_positive(maximum: int) -> None:
     with pytest.raises(ValueError, match="max_endpoints_per_slice"):
         MetricsCache(maximum)
+
+
+def test_one_endpoint_per_slice_is_a_valid_maximum() -> None:
+    cache = MetricsCache(1)
+    assert cache.max_endpoints_per_slice == 1
+    cache.update_service("ns/svc", "IPv4", {KEY_80: EfficiencyInfo(3, 3)})
+    expect_num_endpoints_and_slices(cache, 3, 3, 3)
+
+
+def test_efficiency_info_is_an_immutable_hashable_value() -> None:
+    info = EfficiencyInfo(endpoints=3, slices=1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        info.slices = 2  # type: ignore[misc]
+    assert {info: "ports:80"}[EfficiencyInfo(3, 1)] == "ports:80"
+    assert not hasattr(info, "__dict__")  # slotted: one per port group per sync

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -11,6 +12,7 @@ import pytest
 
 from endpointslice_operator.reconciler import (
     LAST_CHANGE_TRIGGER_TIME,
+    PlanEvent,
     Reconciler,
     ReconcilerConfig,
     TopologyCache,
@@ -19,6 +21,9 @@ from endpointslice_operator.reconciler import (
 )
 
 from .harness import CONTROLLER_NAME, NODE_1, Harness, Json, new_pod, new_service_and_endpoint_meta
+from .test_topology_idempotence import SERVICE as HINTED_SERVICE
+from .test_topology_idempotence import node as zoned_node
+from .test_topology_idempotence import pod as zoned_pod
 
 NS = "test"
 CONFIG = ReconcilerConfig(controller_name=CONTROLLER_NAME, topology_hints=False)
@@ -302,6 +307,13 @@ def test_plan_metrics_count_the_slices_the_endpoints_need(pods: int, slices: int
     )
     metrics = plan.metrics["IPv4"]
     assert (metrics.desired_slices, metrics.desired_endpoints) == (slices, pods)
+    # Nothing existed: the slices after this sync are the ones it creates (or the placeholder).
+    assert metrics.actual_slices == len(plan.creates) == slices
+    assert (metrics.added, metrics.removed) == (pods, 0)
+    with pytest.raises(AttributeError):
+        metrics.add = 1  # type: ignore[attr-defined]  # a misspelt field is refused (slots)
+    with pytest.raises(AttributeError):
+        plan.skiped_creates = 1  # type: ignore[attr-defined]
 
 
 def test_a_full_slice_worth_of_new_endpoints_is_created_not_poured_into_an_empty_one() -> None:
@@ -342,3 +354,54 @@ def test_an_update_with_room_for_exactly_one_more_takes_it() -> None:
     assert plan.creates == []
     (update,) = plan.updates
     assert len(update["endpoints"]) == 3
+
+
+def test_a_delete_that_cannot_be_recycled_does_not_hide_the_next_one_that_can() -> None:
+    """Upstream ``finalize`` walks every delete: a slice of another owner is deleted, never
+    recycled, and the owned one after it still takes the create."""
+    pods = [new_pod(i, NS, True, 1, False) for i in range(3)]
+    svc, h = _converged(pods)
+    (owned,) = h.client.list()
+    foreign = copy.deepcopy(owned)
+    foreign["metadata"]["name"] = "foo-foreign"
+    foreign["metadata"]["ownerReferences"][0]["uid"] = "another-uid"
+    foreign = h.client.create(foreign)
+    svc["spec"]["ports"][0]["targetPort"] = 81  # the owned slice's port group goes away
+    plan = h.reconcile(svc, pods, [foreign, owned])
+    (recycled,) = plan.updates
+    assert recycled["metadata"]["name"] == owned["metadata"]["name"]
+    assert recycled["ports"][0]["port"] == 81
+    assert plan.creates == []
+    assert [s["metadata"]["name"] for s in plan.deletes] == ["foo-foreign"]
+
+
+def test_a_plan_event_is_an_immutable_hashable_value() -> None:
+    """Callers de-duplicate and record events; nothing may change one after planning."""
+    event = PlanEvent(type="Warning", reason="TopologyAwareHintsDisabled", message="why")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        event.message = "other"  # type: ignore[misc]
+    assert {event, PlanEvent("Warning", "TopologyAwareHintsDisabled", "why")} == {event}
+    assert not hasattr(event, "__dict__")
+
+
+def test_plan_service_hints_with_a_cache_of_its_own_or_the_one_it_is_given() -> None:
+    """Without ``topology`` (and with hints on) a cache is built from ``nodes`` for the call;
+    a given cache is the one used, so its hint state lives on between syncs."""
+    nodes = [zoned_node("n-a", "zone-a", "2"), zoned_node("n-b", "zone-b", "2")]
+    pods = [zoned_pod(i, "n-a" if i % 2 else "n-b", ready=True) for i in range(4)]
+    config = ReconcilerConfig(controller_name=CONTROLLER_NAME)
+
+    (created,) = plan_service(HINTED_SERVICE, pods, nodes, [], config).creates
+    assert all(e.get("hints", {}).get("forZones") for e in created["endpoints"])
+
+    shared = TopologyCache()
+    shared.set_nodes(nodes)
+    plan = plan_service(HINTED_SERVICE, pods, nodes, [], config, topology=shared)
+    assert plan.creates == [created]
+    assert shared.has_populated_hints("ns/web")
+
+    off = ReconcilerConfig(controller_name=CONTROLLER_NAME, topology_hints=False)
+    (plain,) = plan_service(
+        HINTED_SERVICE, pods, {n["metadata"]["name"]: n for n in nodes}, [], off
+    ).creates
+    assert not any("hints" in e for e in plain["endpoints"])

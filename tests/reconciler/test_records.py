@@ -52,6 +52,10 @@ from endpointslice_operator.reconciler.records import (
         ("fe80::1%eth0", None),
         ("1.2.3.256", None),
         ("1.2.3", None),
+        ("1..2.3", None),
+        ("1.2.3.x", None),
+        ("1.2.3.\u0664", None),  # a digit, but not an ASCII one (Arabic-Indic four)
+        ("1.2.3.+4", None),
         ("not-an-ip", None),
         ("", None),
     ],
@@ -346,6 +350,10 @@ def test_config_validation() -> None:
     for name in ("", "-x", "a b", "x" * 64, "x/y"):
         with pytest.raises(ValidationError):
             ReconcilerConfig(controller_name=name)
+    # The bounds themselves are valid: a 63-character label value, 1 and 1000 per slice.
+    for good in (1, 1000):
+        edge = ReconcilerConfig(controller_name="x" * 63, max_endpoints_per_slice=good)
+        assert (edge.controller_name, edge.max_endpoints_per_slice) == ("x" * 63, good)
     with pytest.raises(ValidationError):
         config.max_endpoints_per_slice = 5  # type: ignore[misc]
 
@@ -511,3 +519,14 @@ def test_hostname_only_for_a_pod_of_the_services_subdomain_and_namespace(
     (group,) = desired.groups["IPv4"].values()
     (endpoint,) = group.endpoints.values()
     assert endpoint.hostname == hostname
+
+
+def test_the_ip_parse_caches_hold_at_most_4096_addresses() -> None:
+    """Pod IPs churn: an unbounded cache grows with the cluster's history (docs/reliability.md,
+    the soak). Both caches keep the 4,096 most recent."""
+    for parse in (canonical_ip, endpoint_ip):
+        parse.cache_clear()
+        for i in range(4100):
+            parse(f"fd00::{i:x}")
+        assert parse.cache_info().currsize == 4096
+        parse.cache_clear()

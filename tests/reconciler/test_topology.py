@@ -278,6 +278,24 @@ def test_add_hints_endpoint_without_zone_removes_hints() -> None:
     assert cache.hints_by_address_type(SVC) is None
 
 
+@pytest.mark.parametrize("zone", ["", 7], ids=["empty zone", "zone not a string"])
+def test_add_hints_endpoint_with_an_empty_or_malformed_zone_counts_as_without(zone: object) -> None:
+    """Upstream gives up when ``Zone`` is nil or ``""``; a zone that is not a string at all
+    (malformed JSON) is no zone either."""
+    cache = cache_with_ratios({"zone-a": 500, "zone-b": 500})
+    odd = ep("10.0.0.1", hint="zone-a")
+    odd["zone"] = zone
+    si = SliceInfo(SVC, "IPv4", to_create=[eps(odd, ep("10.0.0.2", "zone-b"))])
+
+    to_create, _, events = cache.add_hints(si)
+
+    assert [e.get("hints") for e in to_create[0]["endpoints"]] == [None, None]
+    assert events == [
+        warning("One or more endpoints do not have a zone specified, addressType: IPv4")
+    ]
+    assert cache.hints_by_address_type(SVC) is None
+
+
 def test_add_hints_minimum_exceeds_overload_threshold() -> None:
     # 3 endpoints over zones weighted 1:1:8 need minimums of at least 1 + 1 + 2 = 4 > 3.
     cache = cache_with_ratios({"zone-a": 100, "zone-b": 100, "zone-c": 800})
@@ -395,6 +413,17 @@ SET_NODES_CASES = {
         {"zone-a": 1000, "zone-b": 1000},
         {"zone-a": 0.5, "zone-b": 0.5},
     ),
+    "nodes after an ignored one still count": SetNodesCase(
+        [
+            node("zone-c", "8", ready="False"),
+            node("zone-a", "1"),
+            node("zone-c", "8", labels=CONTROL_PLANE),
+            node("zone-b", "3"),
+        ],
+        True,
+        {"zone-a": 1000, "zone-b": 3000},
+        {"zone-a": 0.25, "zone-b": 0.75},
+    ),
 }
 
 
@@ -409,6 +438,10 @@ def test_set_nodes(case: SetNodesCase) -> None:
     assert cache.sufficient_node_info is case.expect_sufficient_node_info
     assert cache.cpu_by_zone == case.expected_cpu_by_zone
     assert cache.cpu_ratios_by_zone == case.expected_ratios
+
+
+def test_a_new_cache_has_no_sufficient_node_info() -> None:
+    assert not TopologyCache().sufficient_node_info
 
 
 def test_set_nodes_replaces_previous_ratios() -> None:
@@ -433,6 +466,21 @@ def test_set_nodes_replaces_previous_ratios() -> None:
         ("1E-3", 1),
         ("100u", 1),  # MilliValue rounds up
         ("250000000n", 250),
+        ("1500000u", 1500),
+        ("3M", 3 * 10**9),
+        ("3G", 3 * 10**12),
+        ("3T", 3 * 10**15),
+        ("3P", 3 * 10**18),
+        ("3E", 3 * 10**21),  # the exa suffix, not an exponent
+        ("3Mi", 3 * 2**20 * 1000),
+        ("3Gi", 3 * 2**30 * 1000),
+        ("3Ti", 3 * 2**40 * 1000),
+        ("3Pi", 3 * 2**50 * 1000),
+        ("3Ei", 3 * 2**60 * 1000),
+        ("3e64", 3 * 10**67),  # the largest exponent taken
+        ("3e65", 0),
+        ("3e-64", 1),
+        ("3e-65", 0),
         (4, 4000),
         (0.75, 750),
         ("", 0),

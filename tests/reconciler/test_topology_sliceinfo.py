@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from endpointslice_operator.reconciler.topology import SliceInfo
+from endpointslice_operator.reconciler.topology import Allocation, SliceInfo
 
 
 def slice_with_n_endpoints(ready: int, unready: int) -> dict[str, Any]:
@@ -73,3 +73,17 @@ def test_total_ready_endpoints_ignores_missing_conditions() -> None:
         to_create=[{"endpoints": [{"addresses": ["10.0.0.1"]}, {"conditions": None}]}, {}],
     )
     assert si.total_ready_endpoints() == 0
+
+
+def test_the_copy_bookkeeping_is_no_part_of_the_constructor_repr_or_equality() -> None:
+    """``SliceInfo`` is public; which unchanged slice a pending copy came from is internal
+    state: neither a constructor argument, nor shown, nor compared."""
+    with pytest.raises(TypeError):
+        SliceInfo("ns/svc", "IPv4", [], [], [], {})  # type: ignore[call-arg]
+    stale = slice_with_n_endpoints(2, 0)  # ready endpoints without hints: to be rewritten
+    si = SliceInfo("ns/svc", "IPv4", unchanged=[stale])
+    assert si.allocated_hints_by_zone({"zone-a": Allocation(1, 2, 1.0)}) == {}
+    (copy,) = si.to_update
+    assert copy == stale and copy is not stale
+    assert si == SliceInfo("ns/svc", "IPv4", to_update=[stale])
+    assert "_copied_from" not in repr(si) and str(id(copy)) not in repr(si)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
@@ -77,6 +78,24 @@ def test_redistribute_hints_skips_unready_endpoints() -> None:
     ]
 
 
+def test_redistribute_hints_skips_endpoints_without_a_zone_and_goes_on() -> None:
+    no_zone = {"addresses": ["10.0.0.9"], "conditions": {"ready": True}}
+    slices = [eps(no_zone, ep("zone-a", "zone-a"))]
+    assert redistribute_hints(slices, {"zone-a": 1}, {"zone-b": 1}) == {"zone-b": 1, "zone-a": -1}
+    assert [e.get("hints") for e in slices[0]["endpoints"]] == [
+        None,
+        {"forZones": [{"name": "zone-b"}]},
+    ]
+
+
+def test_redistribute_hints_passes_over_a_zone_with_nothing_left_to_receive() -> None:
+    slices = [eps(ep("zone-a", "zone-a"))]
+    receiving = {"zone-b": 0, "zone-c": 1}
+    assert redistribute_hints(slices, {"zone-a": 1}, receiving) == {"zone-c": 1, "zone-a": -1}
+    assert slices[0]["endpoints"][0]["hints"] == {"forZones": [{"name": "zone-c"}]}
+    assert receiving == {"zone-b": 0}
+
+
 def allocs(**desired: float) -> dict[str, Allocation]:
     return {zone.replace("_", "-"): Allocation(desired=value) for zone, value in desired.items()}
 
@@ -107,6 +126,33 @@ GIVING_RECEIVING_CASES = {
         {"zone-b": 8, "zone-c": 8},
         {"zone-b": 2, "zone-c": 3},
         {"zone-a": 5},
+    ),
+    # Not upstream's: its getMost walks a Go map, so a tie goes to a random zone. Ours goes
+    # to the first zone in the allocations' order, so the same input always gives the same
+    # hints (and a re-plan does not move them).
+    "a tie between receiving zones goes to the first one": (
+        allocs(zone_c=2.0, zone_b=2.0, zone_a=2.0),
+        {"zone-c": 1, "zone-b": 1, "zone-a": 3},
+        {"zone-a": 1},
+        {"zone-c": 1},
+    ),
+    "a tie between giving zones is broken by the first one": (
+        allocs(zone_b=2.0, zone_a=2.0, zone_c=2.0),
+        {"zone-a": 3, "zone-b": 3, "zone-c": 1},
+        {"zone-b": 1},
+        {"zone-c": 1},
+    ),
+    "exactly half an endpoint to give is enough when the receiver needs a whole one": (
+        allocs(zone_a=2.5, zone_b=3.0),
+        {"zone-a": 3, "zone-b": 2},
+        {"zone-a": 1},
+        {"zone-b": 1},
+    ),
+    "exactly half an endpoint to receive is enough when the giver has a whole one": (
+        allocs(zone_a=2.0, zone_b=2.5),
+        {"zone-a": 3, "zone-b": 2},
+        {"zone-a": 1},
+        {"zone-b": 1},
     ),
     "ensure function can handle unexpected data (more allocated than allocations)": (
         allocs(zone_a=5.0, zone_b=5.0, zone_c=5.0),
@@ -156,6 +202,20 @@ def test_get_giving_and_receiving_zones(
 
 def maxima(**maximum: int) -> dict[str, Allocation]:
     return {zone.replace("_", "-"): Allocation(maximum=value) for zone, value in maximum.items()}
+
+
+def test_allocation_defaults_to_go_zero_values_and_is_an_immutable_hashable_value() -> None:
+    """The tables above, like upstream's, leave out the fields they do not need: those are
+    zero, so a zone with only ``desired`` set may keep no more than ``desired`` rounded up."""
+    assert Allocation() == Allocation(minimum=0, maximum=0, desired=0.0)
+    assert Allocation().kept_up_to == 0
+    assert Allocation(desired=1.5).kept_up_to == 2
+    assert Allocation(maximum=3).kept_up_to == 3
+    allocation = Allocation(1, 2, 1.5)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        allocation.maximum = 5  # type: ignore[misc]
+    assert {allocation: "zone-a"}[Allocation(1, 2, 1.5)] == "zone-a"
+    assert not hasattr(allocation, "__dict__")  # slotted: one per zone per sync, kept small
 
 
 HINTS_BY_ZONE_CASES = {

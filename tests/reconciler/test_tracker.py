@@ -227,25 +227,30 @@ def test_stale_informer_cache_error() -> None:
     )
 
 
-SELECTOR_LABEL = "endpointslice-operator.io/endpoint-selector-name"
+def test_deletion_expected_is_upstreams_sentinel() -> None:
+    # deletionExpected = -1 upstream; generations() hands it out to callers.
+    assert DELETION_EXPECTED == -1
+    tracker = EndpointSliceTracker()
+    tracker.expect_deletion(SLICE_1)
+    assert tracker.generations("ns1", "svc1") == {"original": -1}
 
 
-def test_slices_of_other_owners_are_filed_under_their_prefixed_name() -> None:
-    tracker = EndpointSliceTracker([("EndpointSelector", SELECTOR_LABEL, "selector:")])
-    owned = {
-        "metadata": {
-            "namespace": "ns",
-            "uid": "s-1",
-            "generation": 2,
-            "labels": {SELECTOR_LABEL: "sel", "kubernetes.io/service-name": "web"},
-        }
-    }
+SELECTOR_LABEL = "endpointselector.example/name"
+
+
+def test_slices_of_other_owner_kinds_are_filed_under_their_owner() -> None:
+    tracker = EndpointSliceTracker(owner_labels=[("EndpointSelector", SELECTOR_LABEL, "es:")])
+    selector = {"kind": "EndpointSelector", "metadata": {"namespace": "ns1", "name": "sel"}}
+    owned = endpoint_slice(uid="owned", generation=2)
+    owned["metadata"]["labels"][SELECTOR_LABEL] = "sel"  # checked before the service-name label
     tracker.update(owned)
-    assert dict(tracker.generations("ns", "selector:sel") or {}) == {"s-1": 2}
-    assert tracker.generations("ns", "web") is None
-    selector = {"kind": "EndpointSelector", "metadata": {"namespace": "ns", "name": "sel"}}
-    # The slice written is missing from the list: stale, for the selector only.
-    assert tracker.stale_slices(selector, []) is True
-    assert tracker.stale_slices(selector, [owned]) is False
-    service = {"kind": "Service", "metadata": {"namespace": "ns", "name": "sel"}}
-    assert tracker.stale_slices(service, []) is False
+    assert tracker.generations("ns1", "es:sel") == {"owned": 2}
+    assert tracker.generations("ns1", "svc1") is None
+    assert not tracker.stale_slices(selector, [owned])
+    assert tracker.stale_slices(selector, [])  # ours, missing from the list
+    assert tracker.stale_slices(selector, [endpoint_slice(uid="owned", generation=1)])
+    # A Service of the same name is not that owner.
+    service = {"kind": "Service", "metadata": {"namespace": "ns1", "name": "sel"}}
+    assert not tracker.stale_slices(service, [])
+    tracker.update(endpoint_slice(uid="plain", service="sel"))
+    assert tracker.stale_slices(service, [])

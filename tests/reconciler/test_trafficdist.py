@@ -255,6 +255,23 @@ def test_unchanged_slice_needs_update(
     assert (len(updates), len(unchanged)) == ((1, 0) if needs_update else (0, 1))
 
 
+def test_an_unready_endpoint_does_not_hide_the_wrong_hints_of_the_next_one() -> None:
+    slice_ = eps(
+        ep("10.0.0.1", "zone-a", "node-1", ready=False),
+        ep("10.0.0.2", "zone-b", "node-2", zones=["zone-a"]),
+    )
+    _, updates, unchanged = reconcile_hints_with_unchanged(
+        PREFER_CLOSE, [], [], [slice_], prefer_same_enabled=True
+    )
+    assert unchanged == []
+    assert updates == [
+        eps(
+            ep("10.0.0.1", "zone-a", "node-1", ready=False),
+            ep("10.0.0.2", "zone-b", "node-2", zones=["zone-b"]),
+        )
+    ]
+
+
 def test_unready_endpoints_keep_their_hints_with_prefer_close() -> None:
     stale = {"forZones": [{"name": "zone-z"}]}
     create = eps(ep("10.0.0.1", "zone-a", "node-1", ready=False, zones=["zone-z"]))

@@ -131,6 +131,12 @@ def test_pods_without_ready_condition_are_ignored() -> None:
     assert tester.compute(service, create_pod("pod1", T3)) == T3
 
 
+def test_a_pod_without_ready_condition_does_not_hide_the_next_ones() -> None:
+    tracker = TriggerTimeTracker()
+    assert tracker.compute_trigger_time(NS, SERVICE, T0, {"pod1": T1, "pod2": T1}) == T0
+    assert tracker.compute_trigger_time(NS, SERVICE, T0, {"pod1": None, "pod2": T3}) == T3
+
+
 def test_recreated_service_with_later_creation_time() -> None:
     # A Service deleted and re-created between two syncs (no DeleteService seen).
     tester = TriggerTimes()
@@ -170,6 +176,10 @@ def test_service_without_creation_timestamp() -> None:
         ("2019-02-30T00:00:00Z", None),
         ("2019-01-01T25:00:00Z", None),
         ("2019-01-01T00:00:00+24:00", None),
+        ("2019-01-01T00:00:00-24:00", None),
+        ("2019-01-01T00:00:00+23:60", None),
+        ("2019-01-01T00:00:00+99:99", None),
+        ("2019-01-01T23:59:00+23:59", datetime(2019, 1, 1, 0, 0, tzinfo=UTC)),
         ("0000-01-01T00:00:00Z", None),
     ],
 )

@@ -11,6 +11,11 @@ same planner, queue and writer as a Service's (:mod:`.` for the seam):
   duplicate port names, an unknown protocol, ...): one ``(reason, message)`` per problem.
 * :func:`desired_status`: ``status.observedGeneration`` and the ``Ready`` condition, written
   through Kopf's patch by the watch (:mod:`.endpoint_selector_watch`).
+* :func:`endpoint_counts` / :func:`counts_patch`: ``status.endpoints`` and
+  ``status.readyEndpoints``, the counts of the slices a sync published: the syncer records them
+  in ``EndpointSelectorIndex.counts``, the index keeps those each object's status shows
+  (``shown``), and :mod:`.endpoint_selector_status` writes the differences, at most once per
+  interval per object.
 * :class:`EndpointSelectorSyncer`: one EndpointSelector's sync, the work queue's handler for
   ``endpointselector:`` keys: an invalid spec gets a Warning Event and no writes; a valid one
   is planned with ``reconciler.plan_endpoint_selector`` and applied through the Service
@@ -26,7 +31,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from endpointslice_operator.controller.events import WARNING
 from endpointslice_operator.controller.indexes import ServiceIndex
@@ -41,6 +46,7 @@ from endpointslice_operator.controller.sync import (
 )
 from endpointslice_operator.controller.writer import ApiError
 from endpointslice_operator.reconciler.endpoint_selector import plan_endpoint_selector
+from endpointslice_operator.reconciler.plan import Plan
 from endpointslice_operator.reconciler.tracker import StaleInformerCache
 from endpointslice_operator.reconciler.trigger_time import TriggerTimeTracker, parse_time
 
@@ -53,10 +59,13 @@ __all__ = [
     "REASON_INVALID_PORT",
     "REASON_INVALID_SELECTOR",
     "REASON_UNKNOWN_PROTOCOL",
+    "EndpointCounts",
     "EndpointSelectorEntry",
     "EndpointSelectorIndex",
     "EndpointSelectorSyncer",
+    "counts_patch",
     "desired_status",
+    "endpoint_counts",
     "status_patch",
     "validate",
 ]
@@ -183,6 +192,10 @@ class EndpointSelectorEntry:
         return str(self.body["metadata"].get("name") or "")
 
     @property
+    def uid(self) -> str:
+        return str(self.body["metadata"].get("uid") or "")
+
+    @property
     def generation(self) -> int:
         generation = self.body["metadata"].get("generation")
         return generation if isinstance(generation, int) else 0
@@ -201,6 +214,11 @@ class EndpointSelectorIndex:
         self.synced = False
         self.served = False
         """The API server serves the CRD (found by discovery)."""
+        self.counts: dict[str, EndpointCounts] = {}
+        """Per key, the endpoints of the slices the last successful sync published (written by
+        the syncer, read by :mod:`.endpoint_selector_status`)."""
+        self.shown: dict[str, EndpointCounts] = {}
+        """Per key, the counts the object's status showed when last seen."""
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -223,6 +241,11 @@ class EndpointSelectorIndex:
         )
         previous = self._entries.get(entry.key)
         self._entries[entry.key] = entry
+        shown = _shown_counts(body.get("status"))
+        if shown is None:
+            self.shown.pop(entry.key, None)
+        else:
+            self.shown[entry.key] = shown
         self._services.put_selector(entry.key, namespace, selector)
         return previous, entry
 
@@ -231,7 +254,61 @@ class EndpointSelectorIndex:
         entry = self._entries.pop(key, None)
         if entry is not None:
             self._services.put_selector(key, namespace, None)
+        self.counts.pop(key, None)
+        self.shown.pop(key, None)
         return entry
+
+
+class EndpointCounts(NamedTuple):
+    """``status.readyEndpoints`` and ``status.endpoints``."""
+
+    ready: int
+    total: int
+
+
+def endpoint_counts(slices: Iterable[Mapping[str, Any]]) -> EndpointCounts:
+    """Endpoints in these slices, and those ready (``ready`` unset counts as ready, as
+    kube-proxy reads it). A dual-stack pod is one endpoint in each family's slices."""
+    ready = total = 0
+    for endpoint_slice in slices:
+        for endpoint in endpoint_slice.get("endpoints") or ():
+            if not isinstance(endpoint, Mapping):
+                continue
+            total += 1
+            conditions = _mapping(endpoint.get("conditions"))
+            if conditions.get("ready") is not False:
+                ready += 1
+    return EndpointCounts(ready, total)
+
+
+def _shown_counts(status: Any) -> EndpointCounts | None:
+    status = _mapping(status)
+    total, ready = status.get("endpoints"), status.get("readyEndpoints")
+    if isinstance(total, int) and isinstance(ready, int):
+        return EndpointCounts(ready, total)
+    return None
+
+
+def published_slices(existing: Iterable[Mapping[str, Any]], plan: Plan) -> list[Mapping[str, Any]]:
+    """The slices once ``plan`` is applied to ``existing``."""
+    replaced = {
+        str(_mapping(s.get("metadata")).get("name") or "") for s in (*plan.updates, *plan.deletes)
+    }
+    kept = [s for s in existing if _mapping(s.get("metadata")).get("name") not in replaced]
+    return [*kept, *plan.updates, *plan.creates]
+
+
+def counts_patch(
+    counts: EndpointCounts | None, current: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """``status.endpoints`` and ``status.readyEndpoints`` to write, or None when unknown
+    (no sync published yet) or already shown."""
+    if counts is None:
+        return None
+    current = _mapping(current)
+    if current.get("endpoints") == counts.total and current.get("readyEndpoints") == counts.ready:
+        return None
+    return {"endpoints": counts.total, "readyEndpoints": counts.ready}
 
 
 def _now() -> str:
@@ -315,6 +392,7 @@ class EndpointSelectorSyncer:
     def start_term(self) -> None:
         self.trigger_times = TriggerTimeTracker()
         self._warned.clear()
+        self.index.counts.clear()  # an earlier term's: this term's syncs record them again
 
     def all_keys(self) -> Iterable[str]:
         keys = set(self.index.keys())
@@ -389,6 +467,7 @@ class EndpointSelectorSyncer:
         for event in plan.events:
             await services.recorder.record(entry.body, event.type, event.reason, event.message)
         await services._apply(entry, plan, held)
+        self.index.counts[entry.key] = endpoint_counts(published_slices(slices, plan))
         missing_nodes = [e for e in plan.errors if e.endswith(" Not Found")]
         if missing_nodes:
             message = "; ".join(missing_nodes)
