@@ -157,12 +157,17 @@ def peer_reader_objects(release: str, account: str, account_namespace: str) -> l
     return found
 
 
-def peer_reader_kubeconfig(plane: ControlPlane) -> Path:
+def peer_reader_kubeconfig(plane: ControlPlane, without: tuple[str, ...] = ()) -> Path:
     """A kubeconfig for ``plane`` whose identity (a ServiceAccount token) is bound to the chart's
-    peer ClusterRole only: what another cluster's operator reads this one with."""
+    peer ClusterRole only: what another cluster's operator reads this one with. ``without``:
+    resources taken out of the ClusterRole (a peer granted too little)."""
     release = f"eso-{secrets.token_hex(3)}"
     account, account_namespace = f"{release}-peer", "kube-system"
     for item in peer_reader_objects(release, account, account_namespace):
+        if item["kind"] == "ClusterRole" and without:
+            for rule in item["rules"]:
+                rule["resources"] = [r for r in rule["resources"] if r not in without]
+            item["rules"] = [rule for rule in item["rules"] if rule["resources"]]
         plural = "clusterroles" if item["kind"] == "ClusterRole" else "clusterrolebindings"
         status, answer = plane.request("POST", f"/apis/rbac.authorization.k8s.io/v1/{plural}", item)
         assert status == 201, (status, answer)

@@ -19,7 +19,9 @@ from endpointslice_operator.testing.controlplane import free_port
 from tests.realcluster.deadline import Deadline
 
 STOP_SECONDS = 20.0
-LEAK = re.compile(r"Unclosed client session|Unclosed connector|Task was destroyed but it is pending")
+LEAK = re.compile(
+    r"Unclosed client session|Unclosed connector|Task was destroyed but it is pending"
+)
 """What asyncio and aiohttp log about a session or task left open at a stop."""
 
 
