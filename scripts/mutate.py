@@ -143,6 +143,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_endpoint_selector_owner.py",
         "tests/reconciler/test_endpoint_selector.py",
     ),
+    "endpointslice_operator/controller/owners/__init__.py": ("tests/controller/test_owners.py",),
 }
 """The modules under mutation testing and the tests that must notice a change in each."""
 
@@ -299,6 +300,12 @@ EQUIVALENT: dict[str, str] = {
     "endpointslice_operator/view/model.py:address_sort_key:0->1:return (10, 0, address)": (
         "a sort key only (bisect, sorted, ==): every non-IP key changes alike and IP keys "
         "differ in the first element, so the order and equalities are the same"
+    ),
+    # controller/owners/__init__.py
+    "endpointslice_operator/controller/owners/__init__.py:<module>:True->False:"
+    "@dataclass(frozen=True, slots=True) #2": (
+        "OwnerKind is frozen, which refuses every attribute assignment with or without slots; "
+        "slots=False only gives each instance a __dict__ (memory), which nothing reads"
     ),
     # reconciler/core_endpoints.py
     "endpointslice_operator/reconciler/core_endpoints.py:truncate_subsets:Gt->GtE:"

@@ -168,3 +168,36 @@ async def test_import_keys_go_to_the_import_syncer() -> None:
     # --multicluster off: import keys (of imported slices left in the index) are left alone.
     await OwnerSyncs(service_sync).sync("serviceimport:ns/web")
     assert services == ["ns/web"]
+
+
+def test_an_owner_kind_is_a_frozen_value() -> None:
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        SERVICE.key_prefix = "svc"  # type: ignore[misc]
+    assert SERVICE.key("ns", "web") == "ns/web"
+
+
+@pytest.mark.parametrize("prefix", ["", "a:b", "a/b", "a:", "/a"])
+def test_register_refuses_a_prefix_that_is_not_a_plain_word(prefix: str) -> None:
+    from endpointslice_operator.controller.owners import OwnerKind, register, registered
+
+    before = registered()
+    with pytest.raises(ValueError, match="plain word"):
+        register(OwnerKind("Odd", prefix, "example.com/odd-name"))
+    assert registered() == before
+
+
+def test_a_bare_prefix_without_a_colon_is_a_service_key() -> None:
+    # a Service key never holds ':'; a word that happens to be a prefix is a namespace
+    assert split_owner_key("endpointselector") == (SERVICE, "endpointselector", "")
+    assert split_owner_key("endpointselector/web") == (SERVICE, "endpointselector", "web")
+
+
+def test_slice_owner_skips_empty_and_non_string_labels() -> None:
+    es_label = "endpointslice-operator.io/endpoint-selector-name"
+    service_label = "kubernetes.io/service-name"
+    assert owner_of_slice("ns", {es_label: "", service_label: "web"}) == "ns/web"
+    assert owner_of_slice("ns", {es_label: 5, service_label: "web"}) == "ns/web"
+    assert owner_of_slice("ns", {service_label: ""}) is None
+    assert owner_of_slice("ns", {service_label: ["web"]}) is None
