@@ -144,6 +144,12 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_endpoint_selector.py",
     ),
     "endpointslice_operator/controller/owners/__init__.py": ("tests/controller/test_owners.py",),
+    "endpointslice_operator/controller/owners/endpoint_selector.py": (
+        "tests/controller/test_endpoint_selector_counts.py",
+        "tests/controller/test_endpoint_selector_validation.py",
+        "tests/controller/test_endpoint_selector_index.py",
+        "tests/controller/test_endpoint_selector_sync.py",
+    ),
 }
 """The modules under mutation testing and the tests that must notice a change in each."""
 
@@ -306,6 +312,13 @@ EQUIVALENT: dict[str, str] = {
     "@dataclass(frozen=True, slots=True) #2": (
         "OwnerKind is frozen, which refuses every attribute assignment with or without slots; "
         "slots=False only gives each instance a __dict__ (memory), which nothing reads"
+    ),
+    # controller/owners/endpoint_selector.py
+    "endpointslice_operator/controller/owners/endpoint_selector.py:<module>:True->False:"
+    "@dataclass(frozen=True, slots=True) #2": (
+        "EndpointSelectorEntry is frozen, which refuses every attribute assignment with or "
+        "without slots; slots=False only gives each instance a __dict__ (memory), which "
+        "nothing reads"
     ),
     # reconciler/core_endpoints.py
     "endpointslice_operator/reconciler/core_endpoints.py:truncate_subsets:Gt->GtE:"

@@ -52,3 +52,28 @@ def test_counts_are_written_only_when_known_and_different() -> None:
         "readyEndpoints": 1,
     }
     assert counts_patch(counts, {"endpoints": 2, "readyEndpoints": 1, "conditions": []}) is None
+
+
+def test_junk_endpoints_are_skipped_not_the_ones_after_them() -> None:
+    junk = {"metadata": {"name": "j"}, "endpoints": ["junk", {"conditions": None}, None]}
+    assert endpoint_counts([junk]) == EndpointCounts(ready=1, total=1)
+    assert endpoint_counts([{"metadata": {"name": "none"}}, slice_of("a", False)]) == (0, 1)
+
+
+def test_shown_counts_need_both_numbers() -> None:
+    assert counts_patch(EndpointCounts(0, 0), {"endpoints": 0}) == {
+        "endpoints": 0,
+        "readyEndpoints": 0,
+    }
+    assert counts_patch(EndpointCounts(0, 0), {"readyEndpoints": 0}) == {
+        "endpoints": 0,
+        "readyEndpoints": 0,
+    }
+    assert counts_patch(EndpointCounts(0, 0), {"endpoints": 0, "readyEndpoints": 0}) is None
+
+
+def test_a_plan_slice_without_a_name_replaces_nothing() -> None:
+    existing = [slice_of("keep", True), {"metadata": None, "endpoints": []}]
+    plan = Plan("endpointselector:ns/s", updates=[{"metadata": {}, "endpoints": []}])
+    published = published_slices(existing, plan)
+    assert len(published) == 3 and published[0] is existing[0]

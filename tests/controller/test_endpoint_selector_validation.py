@@ -97,3 +97,57 @@ def test_status_is_written_only_when_it_changes() -> None:
         "False",
         "UnknownProtocol",
     )
+
+
+def _port_problems(*ports: Any) -> list[tuple[str, str]]:
+    return validate(body({**GOOD, "ports": list(ports)}))[1]
+
+
+def test_port_names_up_to_63_characters_and_one_unnamed_port_alone() -> None:
+    assert _port_problems({"name": "a" * 63, "port": 1}) == []
+    assert [r for r, _ in _port_problems({"name": "a" * 64, "port": 1})] == ["InvalidPort"]
+    assert [r for r, _ in _port_problems({"name": 5, "port": 1})] == ["InvalidPort"]
+    assert [r for r, _ in _port_problems({"name": "Upper", "port": 1})] == ["InvalidPort"]
+    assert _port_problems({"port": 1}) == []
+    assert _port_problems({"name": "", "port": 1}) == []
+
+
+def test_port_numbers_from_1_to_65535_and_a_string_app_protocol() -> None:
+    assert _port_problems({"name": "a", "port": 1}, {"name": "b", "port": 65535}) == []
+    for number in (0, 65536, -1, True, 80.0, None):
+        problems = _port_problems({"name": "a", "port": number})
+        assert [r for r, _ in problems] == ["InvalidPort"], number
+    assert _port_problems({"name": "a", "port": 1, "appProtocol": "http"}) == []
+    problems = _port_problems({"name": "a", "port": 1, "appProtocol": 5})
+    assert problems == [("InvalidPort", "spec.ports[0].appProtocol must be a string")]
+
+
+def test_every_bad_port_is_reported_not_only_the_first() -> None:
+    problems = _port_problems("junk", {"name": "b", "port": 0}, {"name": "c", "port": 1})
+    assert problems[0] == ("InvalidPort", "spec.ports[0] is not an object")
+    assert [r for r, _ in problems] == ["InvalidPort", "InvalidPort"]
+    assert "spec.ports[1].port" in problems[1][1]
+
+
+def test_only_the_ready_condition_is_read_and_a_new_status_gets_a_new_time() -> None:
+    entry = EndpointSelectorEntry("endpointselector:ns/s", body(GOOD, 1), None, ())
+    old = "2000-01-01T00:00:00Z"
+    other = {
+        "type": "Other",
+        "status": "True",
+        "reason": "Accepted",
+        "message": "The operator publishes the EndpointSlices of this selector",
+        "observedGeneration": 1,
+        "lastTransitionTime": old,
+    }
+    patch = status_patch(entry, {"observedGeneration": 1, "conditions": ["junk", other]})
+    assert patch is not None
+    assert patch["conditions"][0]["lastTransitionTime"] != old
+    was_false = {**other, "type": "Ready", "status": "False", "reason": "InvalidPort"}
+    patch = status_patch(entry, {"observedGeneration": 1, "conditions": [was_false]})
+    assert patch is not None
+    (ready,) = patch["conditions"]
+    assert (ready["status"], ready["reason"]) == ("True", "Accepted")
+    assert ready["lastTransitionTime"] != old
+    same = {**was_false, "status": "True", "reason": "Accepted"}
+    assert status_patch(entry, {"observedGeneration": 1, "conditions": [same]}) is None
