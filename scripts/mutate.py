@@ -150,6 +150,10 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/controller/test_endpoint_selector_index.py",
         "tests/controller/test_endpoint_selector_sync.py",
     ),
+    "endpointslice_operator/controller/mcs/cache.py": (
+        "tests/controller/test_mcs_cache.py",
+        "tests/controller/test_mcs_kopf_relist.py",
+    ),
 }
 """The modules under mutation testing and the tests that must notice a change in each."""
 
