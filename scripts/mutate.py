@@ -154,6 +154,11 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/controller/test_mcs_cache.py",
         "tests/controller/test_mcs_kopf_relist.py",
     ),
+    "endpointslice_operator/view/watch.py": (
+        "tests/view/test_watch_feed.py",
+        "tests/view/test_watch.py",
+        "tests/view/test_service_import_view.py",
+    ),
 }
 """The modules under mutation testing and the tests that must notice a change in each."""
 

@@ -227,3 +227,44 @@ async def test_a_failing_first_listing_raises(tmp_path: Path) -> None:
     # The emulator is gone: nothing answers at its address.
     with pytest.raises(ViewError, match="cannot list"):
         await asyncio.to_thread(list_endpoints, kubeconfig)
+
+
+async def test_the_view_of_an_endpoint_selector_over_http() -> None:
+    from endpointslice_operator.view import snapshot
+
+    async with run_emulator() as emu:
+        emu.store.create_namespace(NS)
+        emu.store.registry.unserved.discard("endpointslice-operator.io")  # the CRD
+        emu.store.create(
+            {
+                "apiVersion": "endpointslice-operator.io/v1alpha1",
+                "kind": "EndpointSelector",
+                "metadata": {"name": "sel", "namespace": NS},
+                "spec": {
+                    "selector": {"matchLabels": {"app": "web"}},
+                    "ports": [{"name": "http", "port": 8080}],
+                },
+            }
+        )
+        selected = endpoint_slice("sel-1", "unused", [endpoint("10.0.5.1")], managed_by=OURS)
+        labels = selected["metadata"]["labels"]
+        del labels["kubernetes.io/service-name"]
+        labels["endpointslice-operator.io/endpoint-selector-name"] = "sel"
+        emu.store.create(selected)
+        async with await open_api_client(emu.kubeconfig_path) as api:
+            found = await snapshot(api, endpoint_selectors="sel")
+            # Service names do not narrow what an EndpointSelector's view lists
+            also = await snapshot(api, endpoint_selectors="sel", services="unrelated")
+    assert [c.key.address for c in found] == ["10.0.5.1"]  # type: ignore[union-attr]
+    assert [c.key.address for c in also] == ["10.0.5.1"]  # type: ignore[union-attr]
+
+
+async def test_open_api_client_takes_the_prefix_given_over_the_environments(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ENDPOINTSLICE_OPERATOR_ANNOTATION_PREFIX", "Not a prefix!")
+    async with run_emulator() as emu:
+        with pytest.raises(ValueError, match="annotation_prefix"):
+            await open_api_client(emu.kubeconfig_path)
+        api = await open_api_client(emu.kubeconfig_path, "example.com")
+        await api.close()
