@@ -25,7 +25,7 @@ from endpointslice_operator.controller.handlers import EventRouter
 from endpointslice_operator.controller.indexes import Indexes
 from endpointslice_operator.controller.list_watch import ListWatcher
 from endpointslice_operator.controller.reset import Watermark
-from endpointslice_operator.controller.writer import ApiError, raise_for_status
+from endpointslice_operator.controller.writer import ApiError, get_unless_missing, raise_for_status
 
 __all__ = ["RETRY_FIRST", "RETRY_MAX", "discover_claim_version", "retry_delays", "watch_claims"]
 
@@ -48,16 +48,8 @@ def retry_delays(first: float = RETRY_FIRST, cap: float = RETRY_MAX) -> Iterator
 async def discover_claim_version(api_client: ApiClient) -> str | None:
     """The served ``resource.k8s.io`` version to watch, None if the group or no usable
     version is served; other failures raise ``ApiError``."""
-    response = await api_client.call_api(
-        f"/apis/{GROUP}", "GET", auth_settings=["BearerToken"], _preload_content=False
-    )
-    try:
-        document = await raise_for_status(response)
-    except ApiError as exc:
-        if exc.not_found:
-            return None
-        raise
-    return pick_version(document)
+    document = await get_unless_missing(api_client, f"/apis/{GROUP}")
+    return None if document is None else pick_version(document)
 
 
 async def _readable(api_client: ApiClient, namespaces: Sequence[str]) -> tuple[str | None, str]:

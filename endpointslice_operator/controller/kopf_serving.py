@@ -28,7 +28,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 
 from endpointslice_operator.controller.claim_watch import retry_delays
 from endpointslice_operator.controller.kopf_wiring import connection_info, run_kopf
-from endpointslice_operator.controller.writer import ApiError, raise_for_status
+from endpointslice_operator.controller.writer import ApiError, get_unless_missing, raise_for_status
 
 __all__ = ["KOPF_STOP_TIMEOUT", "list_objects", "serve_with_kopf", "served"]
 
@@ -43,15 +43,9 @@ LIST_TIMEOUT = 60
 async def served(api_client: ApiClient, group: str, version: str, plurals: Sequence[str]) -> bool:
     """Whether ``group/version`` serves every one of ``plurals``; other failures than 404
     raise."""
-    response = await api_client.call_api(
-        f"/apis/{group}/{version}", "GET", auth_settings=["BearerToken"], _preload_content=False
-    )
-    try:
-        document = await raise_for_status(response)
-    except ApiError as exc:
-        if exc.not_found:
-            return False
-        raise
+    document = await get_unless_missing(api_client, f"/apis/{group}/{version}")
+    if document is None:
+        return False
     resources = document.get("resources")
     names = {
         r.get("name")

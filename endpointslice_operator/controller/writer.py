@@ -66,6 +66,20 @@ async def raise_for_status(response: Any) -> dict[str, Any]:
     return await _read_answer(response, json.loads)
 
 
+async def get_unless_missing(api_client: Any, path: str) -> dict[str, Any] | None:
+    """GET ``path`` (a discovery document, an object): its JSON object, or None on 404; other
+    failures raise ApiError."""
+    response = await api_client.call_api(
+        path, "GET", auth_settings=["BearerToken"], _preload_content=False
+    )
+    try:
+        return await raise_for_status(response)
+    except ApiError as exc:
+        if exc.not_found:
+            return None
+        raise
+
+
 async def _read_answer(response: Any, loads: Callable[[bytes], Any]) -> dict[str, Any]:
     try:
         raw = await response.read()
