@@ -196,7 +196,10 @@ def _objects(where: str, document: object) -> Iterator[tuple[str, Mapping[str, A
         item_kind = kind.removesuffix("List")
         for index, item in enumerate(items):
             if isinstance(item, Mapping) and "kind" not in item and item_kind:
+                # A typed list (as the API returns it): its items' kind and apiVersion.
                 item = {"kind": item_kind, **item}
+                if "apiVersion" in document and "apiVersion" not in item:
+                    item = {"apiVersion": document["apiVersion"], **item}
             yield from _objects(f"{where}, item {index}", item)
         return
     yield where, document

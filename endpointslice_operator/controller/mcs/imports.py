@@ -272,7 +272,7 @@ class ImportSyncer:
         elif (_meta(current).get("labels") or {}).get(LABEL_MANAGED_BY) != self.managed_by:
             log.warning("ServiceImport %s/%s is not ours: left alone", *key)
             return None
-        elif service_import_change(current, desired)[0]:
+        elif service_import_change(current, {**desired, "status": status})[0]:
             body = dict(current)
             body["metadata"] = {
                 **_meta(current),
