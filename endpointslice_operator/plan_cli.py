@@ -23,6 +23,10 @@ EndpointSelectors (``endpointslice-operator.io/v1alpha1``) in the input are plan
 one unless ``--service`` or ``--endpoint-selector`` names what to plan; their keys read
 ``endpointselector:<namespace>/<name>``.
 
+With ``--mcs-cluster ID=PATH`` (repeatable) the plan is of this cluster's Multi-Cluster
+Services imports instead (:mod:`endpointslice_operator.plan_mcs`); their keys read
+``serviceimport:<namespace>/<name>``.
+
 Exit status: 0 on success (with or without writes), 2 for bad usage or unreadable input, with
 one error line on standard error.
 """
