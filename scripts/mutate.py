@@ -42,7 +42,19 @@ PACKAGE = "endpointslice_operator"
 MODULES: dict[str, tuple[str, ...]] = {
     # module (relative to the repository) -> its tests, fastest first
     "endpointslice_operator/view/merge.py": ("tests/view/test_merge.py",),
-    "endpointslice_operator/view/model.py": ("tests/view/test_merge.py",),
+    "endpointslice_operator/reconciler/core_endpoints.py": (
+        "tests/reconciler/test_core_endpoints_edges.py",
+        "tests/reconciler/test_core_endpoints.py",
+    ),
+    "endpointslice_operator/reconciler/sources.py": ("tests/reconciler/test_sources.py",),
+    "endpointslice_operator/reconciler/records.py": (
+        "tests/reconciler/test_records_edges.py",
+        "tests/reconciler/test_records.py",
+    ),
+    "endpointslice_operator/view/model.py": (
+        "tests/view/test_model.py",
+        "tests/view/test_merge.py",
+    ),
     "endpointslice_operator/controller/queue.py": (
         "tests/controller/test_queue.py",
         "tests/controller/test_queue_invariants.py",
@@ -116,15 +128,39 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_topology.py",
         "tests/reconciler/test_reconciler.py",
     ),
-    "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler",),
-    "endpointslice_operator/reconciler/endpoints.py": ("tests/reconciler",),
-    # Add the MCS and EndpointSelector modules here once they exist, with their tests.
+    "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler/test_mirroring.py",),
+    "endpointslice_operator/reconciler/endpoints.py": (
+        "tests/reconciler/test_endpoint_form.py",
+        "tests/reconciler/test_endpoints.py",
+        "tests/reconciler/test_util.py",
+    ),
+    "endpointslice_operator/reconciler/mcs.py": (
+        "tests/reconciler/test_mcs_edges.py",
+        "tests/reconciler/test_mcs.py",
+        "tests/reconciler/test_mcs_slices.py",
+    ),
+    "endpointslice_operator/reconciler/endpoint_selector.py": (
+        "tests/reconciler/test_endpoint_selector_owner.py",
+        "tests/reconciler/test_endpoint_selector.py",
+    ),
 }
 """The modules under mutation testing and the tests that must notice a change in each."""
 
 _SAME_LENGTH = (
     "len(keys) -> len(states): a parsed body's keys and states are built side by side from "
     "the same entries, of one length"
+)
+_FAST_PATH = (
+    "existing_entry's fast path returns what the parser returns for every endpoint it takes "
+    "(tests/reconciler/test_endpoint_form.py holds that on every shape): "
+)
+_OTHER_SIZE = (
+    "a conditions mapping of another size lacks a condition (KeyError: the parser) or holds "
+    "the three, read alike by both"
+)
+_NEVER_FAST = (
+    "`None is None and type(None) is str` and `x is None and ...` are both false, so every "
+    "endpoint goes through the parser (only the cost differs)"
 )
 
 EQUIVALENT: dict[str, str] = {
@@ -199,6 +235,112 @@ EQUIVALENT: dict[str, str] = {
     "endpointslice_operator/reconciler/planner.py:_plan_port_group:And->Or:"
     "if remaining and updates:": (
         "with nothing remaining the updates take empty runs; with no updates there is no loop"
+    ),
+    # reconciler/mcs.py
+    "endpointslice_operator/reconciler/mcs.py:plan_import_slices:False->True:"
+    'import_config = config.model_copy(update={"placeholder": False, "topology_hints": False})'
+    " #2": (
+        "the Reconciler is built without a TopologyCache, so its topology is None whatever "
+        "topology_hints says (the setting is read nowhere else in reconciler/)"
+    ),
+    # reconciler/mirroring.py
+    "endpointslice_operator/reconciler/mirroring.py:_ports:Continue->Break:continue": (
+        "_ports only reads subsets made by repack_subsets, whose ports are all mappings"
+    ),
+    "endpointslice_operator/reconciler/mirroring.py:_ports:And->Or:"
+    "number if isinstance(number, int) and not isinstance(number, bool) else 0,": (
+        "repack_subsets keeps only ports with a positive int number: both forms take it"
+    ),
+    "endpointslice_operator/reconciler/mirroring.py:_ports:0->1:"
+    "number if isinstance(number, int) and not isinstance(number, bool) else 0,": (
+        "repack_subsets keeps only ports with a positive int number: the else is unreachable"
+    ),
+    "endpointslice_operator/reconciler/mirroring.py:desired_from_endpoints:Break->Continue:break": (
+        "once the cap is reached `added` no longer changes in the subset, so every later "
+        "address takes the same branch and adds nothing (only the cost differs)"
+    ),
+    "endpointslice_operator/reconciler/mirroring.py:plan_mirroring:False->True:"
+    '"topology_hints": False,': (
+        "the Reconciler is built without a TopologyCache, so its topology is None whatever "
+        "topology_hints says"
+    ),
+    "endpointslice_operator/reconciler/mirroring.py:plan_mirroring:0->1:"
+    "plan.events[:0] = mirrored.events": (
+        "the planner records events only through a TopologyCache, which this Reconciler has "
+        "not: plan.events is empty here and [:1] of it is [:0]"
+    ),
+    # reconciler/endpoints.py
+    "endpointslice_operator/reconciler/endpoints.py:to_dict:True->False:"
+    "for field, value in zip(_CONDITIONS, (ready, serving, terminating), strict=True)": (
+        "two tuples of three: strict or not, zip gives the same pairs"
+    ),
+    "endpointslice_operator/reconciler/endpoints.py:to_dict:True->False:"
+    "field: value for field, value in zip(_REF_FIELDS, values, strict=True) if value": (
+        "two tuples of six: strict or not, zip gives the same pairs"
+    ),
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:3->4:"
+    "and len(conditions) == 3": _FAST_PATH + _OTHER_SIZE,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Eq->NotEq:"
+    "and len(conditions) == 3": _FAST_PATH + _OTHER_SIZE,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Or->And:"
+    "and (node_name is None or type(node_name) is str)": _FAST_PATH + _NEVER_FAST,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Or->And:"
+    "and (zone is None or type(zone) is str)": _FAST_PATH + _NEVER_FAST,
+    # view/model.py
+    "endpointslice_operator/view/model.py:<module>:True->False:"
+    "@dataclass(frozen=True, slots=True) #2": (
+        "Change is frozen, which refuses every attribute assignment with or without slots; "
+        "slots=False only gives each instance a __dict__ (memory), which nothing reads"
+    ),
+    "endpointslice_operator/view/model.py:address_sort_key:10->11:return (10, 0, address)": (
+        "a sort key only (bisect, sorted, ==): 10 and 11 both sort after IPv4 (4) and IPv6 (6) "
+        "and every non-IP key changes alike, so the order and equalities are the same"
+    ),
+    "endpointslice_operator/view/model.py:address_sort_key:0->1:return (10, 0, address)": (
+        "a sort key only (bisect, sorted, ==): every non-IP key changes alike and IP keys "
+        "differ in the first element, so the order and equalities are the same"
+    ),
+    # reconciler/core_endpoints.py
+    "endpointslice_operator/reconciler/core_endpoints.py:truncate_subsets:Gt->GtE:"
+    "truncate_ready = total_ready > max_capacity": (
+        "at total_ready == max_capacity both branches keep every ready address (each share "
+        "rounds up to the subset's count, the room is exactly their sum) and drop every "
+        "not-ready one"
+    ),
+    # reconciler/records.py
+    "endpointslice_operator/reconciler/records.py:<module>:1->2:_INTERN_LIMIT = 1 << 16": (
+        "the size at which the port-table sharing cache is emptied: the tuple returned is "
+        "equal to the one given whatever the size (only memory differs)"
+    ),
+    "endpointslice_operator/reconciler/records.py:<module>:16->17:_INTERN_LIMIT = 1 << 16": (
+        "the size at which the port-table sharing cache is emptied: the tuple returned is "
+        "equal to the one given whatever the size (only memory differs)"
+    ),
+    "endpointslice_operator/reconciler/records.py:<module>:4096->4097:_TIMES_LIMIT = 4096": (
+        "the size at which the transition-time sharing cache is emptied: the string returned "
+        "is equal to the one given whatever the size (only memory differs)"
+    ),
+    "endpointslice_operator/reconciler/records.py:_shared:GtE->Gt:if len(table) >= limit:": (
+        "empties the sharing cache one entry later: the value returned is equal either way"
+    ),
+    "endpointslice_operator/reconciler/records.py:_intern_labels:NotEq->Eq:"
+    "if as_given is not None and as_given != items and len(as_given) == len(items):": (
+        "only decides whether the label map is also filed under the items as given; a later "
+        "lookup by those items finds the map built from them, as rebuilding it would"
+    ),
+    "endpointslice_operator/reconciler/records.py:_intern_labels:Eq->NotEq:"
+    "if as_given is not None and as_given != items and len(as_given) == len(items):": (
+        "only decides whether the label map is also filed under the items as given; a later "
+        "lookup by those items finds the map built from them, as rebuilding it would"
+    ),
+    "endpointslice_operator/reconciler/records.py:_intern_labels:And->Or:"
+    "if as_given is not None and as_given != items and len(as_given) == len(items):": (
+        "only decides whether the label map is also filed under the items as given (or under "
+        "None, never looked up); a later lookup finds the map built from them"
+    ),
+    "endpointslice_operator/reconciler/records.py:_reusable_ips:True->False:"
+    "for entry, ip in zip(pod_ips, known, strict=True):": (
+        "the lengths were checked equal just before: strict or not, zip gives the same pairs"
     ),
     # reconciler/topology.py
     "endpointslice_operator/reconciler/topology.py:giving_and_receiving_zones:Gt->GtE:"

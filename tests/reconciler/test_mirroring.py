@@ -20,6 +20,8 @@ from endpointslice_operator.reconciler import (
     plan_mirroring,
     should_mirror,
 )
+from endpointslice_operator.reconciler.desired import DesiredEndpoints
+from endpointslice_operator.reconciler.mirroring import MirroredEndpoints
 
 CONFIG = ReconcilerConfig(controller_name=MIRRORING_CONTROLLER_NAME, max_endpoints_per_slice=1000)
 NS = "default"
@@ -538,3 +540,114 @@ def test_without_adopting_the_slice_the_endpoints_owns_is_the_one_kept() -> None
     assert [s["metadata"]["name"] for s in plan.updates] == ["owned"]
     assert [s["metadata"]["name"] for s in plan.deletes] == ["stray"]
     assert plan.creates == []
+
+
+SOME_ADDRESSES = [
+    {"addresses": ["10.0.0.2"], "hostname": "pod-2"},
+    {"addresses": ["10.0.0.1", "10.0.0.3"], "hostname": "pod-1"},
+]
+IDENTICAL = [
+    {"addresses": ["10.0.0.1"], "hostname": "pod-1", "nodeName": "node-1",
+     "conditions": {"ready": True}},
+    {"addresses": ["10.0.0.2"], "hostname": "pod-2", "nodeName": "node-2",
+     "conditions": {"ready": True}},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "existing", "counts"),
+    [
+        ("no existing slice", [], (5, 0, 0)),
+        ("existing empty EndpointSlice", [existing_slice([])], (5, 0, 0)),
+        ("existing EndpointSlice with some addresses", [existing_slice(SOME_ADDRESSES)], (4, 1, 1)),
+        ("existing EndpointSlice identical to subset", [existing_slice(IDENTICAL)], (3, 0, 0)),
+        # Ours: a stale endpoint first, junk, then the identical ones.
+        (
+            "stale endpoint and junk before the identical ones",
+            [existing_slice([{"addresses": ["10.0.0.9"]}, "junk", *IDENTICAL])],  # type: ignore[list-item]
+            (3, 0, 1),
+        ),
+        (
+            "a slice of a port set the Endpoints no longer has",
+            [{**existing_slice(IDENTICAL), "ports": [{"name": "old", "port": 1}]}],
+            (5, 0, 2),
+        ),
+    ],
+)
+def test_reconcile_per_sync_counts(
+    name: str, existing: list[dict[str, Any]], counts: tuple[int, int, int]
+) -> None:
+    """TestReconcile's addedPerSync, updatedPerSync and removedPerSync for TWO_SUBSETS."""
+    _, mirrored = plan_mirroring(endpoints(TWO_SUBSETS), existing, CONFIG)
+    assert (mirrored.added, mirrored.updated, mirrored.removed) == counts, name
+
+
+def test_counts_of_desired_endpoints_alone_are_zero() -> None:
+    mirrored = desired_from_endpoints(endpoints(TWO_SUBSETS))
+    assert (mirrored.added, mirrored.updated, mirrored.removed) == (0, 0, 0)
+    assert (mirrored.skipped, mirrored.invalid, mirrored.events) == (0, 0, [])
+    empty = MirroredEndpoints(DesiredEndpoints.empty(("IPv4", "IPv6")))
+    assert (empty.skipped, empty.invalid, empty.added, empty.updated, empty.removed) == (
+        0,
+        0,
+        0,
+        0,
+        0,
+    )
+    with pytest.raises(AttributeError):  # slots: a misspelt count is an error, not a new field
+        empty.removd = 1  # type: ignore[attr-defined]
+
+
+def test_default_cap_is_a_thousand_addresses_per_subset() -> None:
+    """TestReconcile's "1001 addresses" case, with the default maxEndpointsPerSubset."""
+    subsets = [{"ports": HTTP_HTTPS[:1], "addresses": _many(1001)}]
+    mirrored = desired_from_endpoints(endpoints(subsets))
+    assert mirrored.desired.endpoint_count("IPv4") == 1000
+    assert mirrored.skipped == 1
+    assert [e.reason for e in mirrored.events] == ["TooManyAddressesToMirror"]
+
+
+def test_an_invalid_address_does_not_stop_the_valid_ones_after_it() -> None:
+    # "0-not-an-ip" sorts before every IP, so it comes first after repacking.
+    subsets = [
+        {
+            "ports": HTTP_HTTPS[:1],
+            "addresses": [{"ip": "0-not-an-ip"}, {"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}],
+        }
+    ]
+    mirrored = desired_from_endpoints(endpoints(subsets))
+    assert mirrored.desired.endpoint_count("IPv4") == 2
+    assert (mirrored.skipped, mirrored.invalid) == (1, 1)
+
+
+def test_labels_and_annotations_that_are_not_strings_are_not_copied() -> None:
+    subsets = [{"ports": HTTP_HTTPS[:1], "addresses": [address("10.0.0.1", "pod-1", "node-1")]}]
+    ep = endpoints(subsets, labels={"a": "1", "n": 2}, annotations={"x": "y", "z": None})  # type: ignore[dict-item]
+    plan, _ = plan_mirroring(ep, [], CONFIG)
+    [created] = plan.creates
+    assert created["metadata"]["labels"] == {
+        "a": "1",
+        LABEL_SERVICE_NAME: "test-ep",
+        LABEL_MANAGED_BY: MIRRORING_CONTROLLER_NAME,
+    }
+    assert created["metadata"]["annotations"] == {"x": "y"}
+
+
+def test_without_adopting_only_a_controller_reference_to_the_endpoints_counts() -> None:
+    subsets = [{"ports": HTTP_HTTPS[:1], "addresses": _many(2)}]
+    refs = {
+        "not-controller": {"uid": "ep-uid", "controller": False},
+        "other-uid": {"uid": "other", "controller": True},
+        "owned": {"uid": "ep-uid", "controller": True},
+    }
+    existing = []
+    for name, ref in refs.items():
+        raw = existing_slice([{"addresses": ["10.0.0.0"], "conditions": {"ready": True}}])
+        raw["metadata"]["name"], raw["ports"] = name, HTTP_HTTPS[:1]
+        raw["metadata"]["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Endpoints", "name": "test-ep", **ref}
+        ]
+        existing.append(raw)
+    plan, _ = plan_mirroring(endpoints(subsets), existing, CONFIG, adopt=False)
+    assert [s["metadata"]["name"] for s in plan.updates] == ["owned"]
+    assert sorted(s["metadata"]["name"] for s in plan.deletes) == ["not-controller", "other-uid"]

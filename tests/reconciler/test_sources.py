@@ -21,6 +21,7 @@ from endpointslice_operator.reconciler import (
 )
 from endpointslice_operator.reconciler.sources import (
     NETWORK_STATUS_ANNOTATION,
+    claim_statuses_of,
     parse_device_network,
     parse_network_status,
 )
@@ -463,3 +464,65 @@ def test_several_addresses_in_any_order_are_one_endpoint_identity(family: str) -
     stored = dict(created, metadata={**created["metadata"], "name": "svc-1"})
     again = plan_service(service, pods, NODES, [stored], CONFIG, source=Unsorted())
     assert again.write_count == 0
+
+
+# -- edges: entries skipped before others, names and claims missing -----------------------------
+
+
+def test_a_refused_address_does_not_stop_the_addresses_after_it() -> None:
+    pods = [_pod("a", network_status=_status(("ns/macvlan", ["127.0.0.1", "192.168.1.10"])))]
+    assert _addresses(_multus(pods)) == {"a": [("192.168.1.10",)]}
+
+
+def test_multus_addresses_with_a_prefix_length_are_malformed() -> None:
+    # network-status lists plain addresses; "/24" belongs to DRA's CIDRs only.
+    pods = [_pod("a", network_status=_status(("ns/macvlan", ["192.168.1.10/24"])))]
+    desired = _multus(pods)
+    assert _addresses(desired) == {}
+    assert desired.left_out == [
+        (
+            "ns/a",
+            f"malformed {NETWORK_STATUS_ANNOTATION} annotation: "
+            "'192.168.1.10/24' is not an IP address",
+        )
+    ]
+
+
+@pytest.mark.parametrize("name", ["", 5])
+def test_a_network_status_entry_needs_a_name(name: Any) -> None:
+    assert parse_network_status(json.dumps([{"name": name, "ips": []}])) == "entry 0 has no name"
+
+
+def test_statuses_hold_only_the_pods_with_the_annotation() -> None:
+    with_status = _pod("a", network_status=_status(DEFAULT))
+    source = MultusNetwork.from_pods("ns/macvlan", [_pod("b"), with_status])
+    assert dict(source.statuses) == {("ns", "a"): json.dumps(_status(DEFAULT))}
+
+
+def test_claim_statuses_skip_junk_and_entries_without_a_claim() -> None:
+    pod = _pod(
+        "a",
+        claims=[
+            "junk",  # type: ignore[list-item]
+            {"name": "pending"},
+            {"name": "empty", "resourceClaimName": ""},
+            {"name": "nic", "resourceClaimName": "a-nic"},
+        ],
+    )
+    assert claim_statuses_of(pod) == {"nic": "a-nic"}
+
+
+def test_device_statuses_skipped_do_not_stop_the_allocated_ones() -> None:
+    # Junk, a device not allocated to the claim, an allocated one without network data.
+    quiet = {"driver": "net.example.com", "pool": "node-1", "device": "dev-2"}
+    devices: list[Any] = [
+        "junk",
+        _device("dev-0", ["192.168.5.2/24"]),
+        quiet,
+        _device("dev-1", ["192.168.6.2/24"]),
+    ]
+    claims = [
+        _claim("a-nic", results=[_result("vf", "dev-1"), _result("vf", "dev-2")], devices=devices)
+    ]
+    desired = _dra([_claimed("a")], claims, "nic")
+    assert _addresses(desired) == {"a": [("192.168.6.2",)]}
