@@ -153,13 +153,16 @@ def _table(rows: list[tuple[str, ...]]) -> str:
     )
 
 
-def render_table(changes: list[Change]) -> str:
-    """The view (its ``added`` changes) as the command's table."""
-    rows = [format_row(change) for change in changes if change.type == "added"]
+def render_table(changes: list[Change], *, cluster: bool = False) -> str:
+    """The view (its ``added`` changes) as the command's table; ``cluster``: with the source
+    cluster of each endpoint (a view of ServiceImports)."""
+    gathered = bool(changes) and isinstance(changes[0].key, ServicePortKey)
+    cluster = cluster and not gathered
+    rows = [format_row(change, cluster=cluster) for change in changes if change.type == "added"]
     if not rows:
         return "No endpoints.\n"
-    gathered = isinstance(changes[0].key, ServicePortKey)
-    return _table([GATHER_COLUMNS if gathered else TABLE_COLUMNS, *rows])
+    header = GATHER_COLUMNS if gathered else IMPORT_COLUMNS if cluster else TABLE_COLUMNS
+    return _table([header, *rows])
 
 
 def _emit(line: str) -> None:

@@ -23,6 +23,10 @@ EndpointSelectors (``endpointslice-operator.io/v1alpha1``) in the input are plan
 one unless ``--service`` or ``--endpoint-selector`` names what to plan; their keys read
 ``endpointselector:<namespace>/<name>``.
 
+With ``--mcs-cluster ID=PATH`` (repeatable) the plan is of this cluster's Multi-Cluster
+Services imports instead (:mod:`endpointslice_operator.plan_mcs`); their keys read
+``serviceimport:<namespace>/<name>``.
+
 Exit status: 0 on success (with or without writes), 2 for bad usage or unreadable input, with
 one error line on standard error.
 """
@@ -91,7 +95,8 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 # Fields the API server sets; left out of diffs so that they show what a write changes.
 _SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields")
 
-Operation = Literal["create", "update", "delete"]
+Operation = Literal["create", "update", "delete", "status"]
+"""``status``: a write of the ``status`` subresource (imports: ServiceImports, ServiceExports)."""
 Output = Literal["yaml", "diff", "summary", "view"]
 
 
@@ -195,7 +200,10 @@ def _objects(where: str, document: object) -> Iterator[tuple[str, Mapping[str, A
         item_kind = kind.removesuffix("List")
         for index, item in enumerate(items):
             if isinstance(item, Mapping) and "kind" not in item and item_kind:
+                # A typed list (as the API returns it): its items' kind and apiVersion.
                 item = {"kind": item_kind, **item}
+                if "apiVersion" in document and "apiVersion" not in item:
+                    item = {"apiVersion": document["apiVersion"], **item}
             yield from _objects(f"{where}, item {index}", item)
         return
     yield where, document
@@ -240,6 +248,16 @@ def load_manifests(
     as ``kubectl`` would give them. Raises :class:`InputError` for anything unreadable.
     """
     manifests = Manifests()
+    for where, obj in iter_objects(paths, recursive=recursive, stdin=stdin):
+        _add(manifests, where, obj, default_namespace)
+    return manifests
+
+
+def iter_objects(
+    paths: Sequence[str], *, recursive: bool = False, stdin: TextIO | None = None
+) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Every Kubernetes object of the files, directories or ``-`` (lists flattened), with
+    where it was read; raises :class:`InputError` for anything unreadable."""
     if list(paths).count("-") > 1:
         raise InputError("-: standard input can only be read once")
     for source in _expand(paths, recursive=recursive):
@@ -258,9 +276,7 @@ def load_manifests(
                 raise InputError(f"{source}: {exc.strerror or exc}") from None
             label = source
         for where, document in _documents(label, text):
-            for obj_where, obj in _objects(where, document):
-                _add(manifests, obj_where, obj, default_namespace)
-    return manifests
+            yield from _objects(where, document)
 
 
 def _add(manifests: Manifests, where: str, obj: Mapping[str, Any], default_ns: str) -> None:
@@ -362,6 +378,9 @@ class ServiceResult:
     notes: list[str] = field(default_factory=list)
     skipped: str | None = None
     plan: Plan | None = None
+    previous: dict[int, Mapping[str, Any]] = field(default_factory=dict)
+    """The object a write replaces or deletes, by the write's index (imports; the diff of
+    other writes finds it among the input's slices and Endpoints)."""
 
 
 def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
@@ -675,10 +694,12 @@ def _is_endpoints(obj: Mapping[str, Any]) -> bool:
 
 
 def _slice_ref(endpoint_slice: Mapping[str, Any]) -> str:
-    """``namespace/name`` of a slice; ``endpoints namespace/name`` for an Endpoints object."""
+    """``namespace/name`` of a slice; ``<kind> namespace/name`` for another object
+    (``endpoints``, ``service``, ``serviceimport``, ``serviceexport``)."""
     metadata = endpoint_slice.get("metadata") or {}
     name = metadata.get("name") or metadata.get("generateName") or ""
-    prefix = "endpoints " if _is_endpoints(endpoint_slice) else ""
+    kind = str(endpoint_slice.get("kind") or "EndpointSlice")
+    prefix = "" if kind == "EndpointSlice" else f"{kind.lower()} "
     return f"{prefix}{metadata.get('namespace', '')}/{name}"
 
 
@@ -686,8 +707,9 @@ def _deletion(endpoint_slice: Mapping[str, Any]) -> dict[str, Any]:
     metadata = endpoint_slice.get("metadata") or {}
     endpoints = _is_endpoints(endpoint_slice)
     return {
-        "apiVersion": "v1" if endpoints else "discovery.k8s.io/v1",
-        "kind": "Endpoints" if endpoints else "EndpointSlice",
+        "apiVersion": endpoint_slice.get("apiVersion")
+        or ("v1" if endpoints else "discovery.k8s.io/v1"),
+        "kind": endpoint_slice.get("kind") or "EndpointSlice",
         "metadata": {"name": metadata.get("name"), "namespace": metadata.get("namespace")},
     }
 
@@ -717,11 +739,13 @@ def render_yaml(results: Sequence[ServiceResult]) -> str:
 def render_diff(results: Sequence[ServiceResult], manifests: Manifests) -> str:
     chunks = []
     for result in results:
-        for operation, endpoint_slice in result.writes:
+        for index, (operation, endpoint_slice) in enumerate(result.writes):
             metadata = endpoint_slice.get("metadata") or {}
             ref = _slice_ref(endpoint_slice).replace(" ", ":")
-            before: Mapping[str, Any] | None = None
-            if operation != "create":
+            if operation == "status":
+                ref += "/status"
+            before: Mapping[str, Any] | None = result.previous.get(index)
+            if before is None and operation != "create":
                 key = (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
                 known = manifests.endpoints if _is_endpoints(endpoint_slice) else manifests.slices
                 before = known.get(key)
@@ -741,17 +765,33 @@ def render_diff(results: Sequence[ServiceResult], manifests: Manifests) -> str:
     return "".join(chunks)
 
 
-def render_view(results: Sequence[ServiceResult], manifests: Manifests) -> str:
+def render_view(
+    results: Sequence[ServiceResult], manifests: Manifests, *, service_imports: bool = False
+) -> str:
     """The ready endpoints of the planned Services once the writes are applied: the input's
-    slices (every manager's), with the writes applied, merged by the endpoint view."""
+    slices (every manager's), with the writes applied, merged by the endpoint view.
+
+    ``service_imports``: the results are imports; ``manifests.services`` holds the existing
+    ServiceImports and ``manifests.slices`` the imported slices (each endpoint is shown with
+    its source cluster)."""
     from endpointslice_operator.endpoints_cli import render_table
     from endpointslice_operator.view import EndpointView, ServiceFilter
 
     slices = dict(manifests.slices)
+    owners = dict(manifests.services)
     for result in results:
         for index, (operation, endpoint_slice) in enumerate(result.writes):
             metadata = endpoint_slice.get("metadata") or {}
             namespace = str(metadata.get("namespace") or "")
+            kind = endpoint_slice.get("kind") or "EndpointSlice"
+            if kind != "EndpointSlice" and not _is_endpoints(endpoint_slice):
+                if kind == "ServiceImport" and service_imports:
+                    key = (namespace, str(metadata.get("name") or ""))
+                    if operation == "delete":
+                        owners.pop(key, None)
+                    else:
+                        owners[key] = dict(endpoint_slice)
+                continue
             if operation == "delete":
                 slices.pop((namespace, str(metadata.get("name") or "")), None)
                 continue
@@ -760,14 +800,17 @@ def render_view(results: Sequence[ServiceResult], manifests: Manifests) -> str:
                 name = f"{metadata.get('generateName') or ''}<new-{index}>"
                 endpoint_slice = {**endpoint_slice, "metadata": {**metadata, "name": name}}
             slices[(namespace, name)] = dict(endpoint_slice)
-    view = EndpointView(service_filter=ServiceFilter(services=frozenset(r.key for r in results)))
-    for service in manifests.services.values():
+    names = frozenset(r.key.split(":", 1)[1] if service_imports else r.key for r in results)
+    view = EndpointView(
+        service_filter=ServiceFilter(services=names), service_imports=service_imports
+    )
+    for service in owners.values():
         view.apply_service(service)
     for endpoint_slice in slices.values():
         # Without resourceVersions: a later update of a slice replaces it whatever it holds.
         metadata = {**(endpoint_slice.get("metadata") or {}), "resourceVersion": ""}
         view.apply_slice({**endpoint_slice, "metadata": metadata})
-    return render_table(view.snapshot())
+    return render_table(view.snapshot(), cluster=service_imports)
 
 
 def render_summary(results: Sequence[ServiceResult]) -> str:
@@ -776,12 +819,17 @@ def render_summary(results: Sequence[ServiceResult]) -> str:
     for result in results:
         counts = dict.fromkeys(("create", "update", "delete"), 0)
         endpoints_write = None
+        others: dict[str, list[str]] = {}
         for operation, obj in result.writes:
+            kind = obj.get("kind") or "EndpointSlice"
             if _is_endpoints(obj):
                 endpoints_write = operation
-            else:
+            elif kind == "EndpointSlice":
                 counts[operation] += 1
+            else:
+                others.setdefault(str(kind).lower(), []).append(operation)
         line = f"{result.key:<{width}}  " + " ".join(f"{op}={n}" for op, n in counts.items())
+        line += "".join(f" {kind}={'+'.join(ops)}" for kind, ops in sorted(others.items()))
         if endpoints_write is not None:
             line += f" endpoints_object={endpoints_write}"
         if result.plan is not None:
@@ -792,7 +840,7 @@ def render_summary(results: Sequence[ServiceResult]) -> str:
                 line += f" errors={len(result.plan.errors)}"
             if result.plan.left_out:
                 line += f" left_out={len(result.plan.left_out)}"
-        else:
+        elif result.skipped is not None or not others:
             line += f" skipped={result.skipped}"
         lines.append(line + "\n")
     return "".join(lines)
@@ -910,6 +958,21 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="treat Services without the opt-in as the operator does (no slices; ours deleted)",
     )
+    parser.add_argument(
+        "--mcs-cluster",
+        action="append",
+        default=[],
+        metavar="ID=PATH",
+        help="Multi-Cluster Services: a cluster of the clusterset, its id and a manifest or "
+        "directory of its ServiceExports, Services and EndpointSlices (repeatable); the plan "
+        "is then of this cluster's imports (docs/plan-command.md)",
+    )
+    parser.add_argument(
+        "--cluster-id",
+        metavar="ID",
+        help="with --mcs-cluster: this cluster's id (default: the value of the "
+        "cluster.clusterset.k8s.io ClusterProperty in the -f input)",
+    )
     return parser
 
 
@@ -975,6 +1038,8 @@ def main(argv: list[str]) -> int:
     except ValidationError as exc:
         sys.stderr.write(f"plan: {_config_error(exc)}\n")
         return 2
+    if args.mcs_cluster or args.cluster_id is not None:
+        return _main_imports(args, config)
     try:
         manifests = load_manifests(
             args.filename, recursive=args.recursive, default_namespace=args.namespace
@@ -1015,13 +1080,78 @@ def main(argv: list[str]) -> int:
             result.notes.append("up to date, no writes")
         for note in result.notes:
             sys.stderr.write(f"plan: {result.key}: {note}\n")
-    output: Output = args.output
+    _write_output(args.output, results, manifests)
+    return 0
+
+
+def _main_imports(args: argparse.Namespace, config: ReconcilerConfig) -> int:
+    """``plan --mcs-cluster ID=PATH ...``: this cluster's Multi-Cluster Services imports."""
+    from endpointslice_operator.plan_mcs import load_clusters, parse_mcs_cluster, plan_imports
+
+    try:
+        if not args.mcs_cluster:
+            raise InputError("--cluster-id: only with --mcs-cluster")
+        if args.endpoint_selector:
+            raise InputError("--endpoint-selector: not with --mcs-cluster")
+        peers = [parse_mcs_cluster(text) for text in args.mcs_cluster]
+        local, caches = load_clusters(
+            args.filename,
+            peers,
+            config,
+            cluster_id=args.cluster_id,
+            recursive=args.recursive,
+            default_namespace=args.namespace,
+            ip_family=args.ip_family,
+        )
+        known = set(local.keys()) | set(local.exports)
+        for cache in caches:
+            known |= set(cache.exports)
+        keys = (
+            _requested_keys(args.service, known, args.namespace, "--service", "exported Service")
+            if args.service
+            else None
+        )
+        results = plan_imports(local, caches, config, keys)
+    except InputError as exc:
+        sys.stderr.write(f"plan: {exc}\n")
+        return 2
+    if local.cluster_id is None:
+        sys.stderr.write(
+            "plan: this cluster has no id (--cluster-id or a cluster.clusterset.k8s.io "
+            "ClusterProperty): its own exports do not count\n"
+        )
+    if not results:
+        sys.stderr.write("plan: no ServiceExports or imports in the input\n")
+    for result in results:
+        if not result.writes:
+            result.notes.append("up to date, no writes")
+        for note in result.notes:
+            sys.stderr.write(f"plan: {result.key}: {note}\n")
+    manifests = Manifests()
+    # The view's owners: the ServiceImports.
+    manifests.services.update((key, dict(body)) for key, body in local.imports.items())
+    for by_name in local.imported.values():
+        for endpoint_slice in by_name.values():
+            metadata = endpoint_slice.get("metadata") or {}
+            manifests.slices[(str(metadata.get("namespace")), str(metadata.get("name")))] = dict(
+                endpoint_slice
+            )
+    _write_output(args.output, results, manifests, service_imports=True)
+    return 0
+
+
+def _write_output(
+    output: Output,
+    results: Sequence[ServiceResult],
+    manifests: Manifests,
+    *,
+    service_imports: bool = False,
+) -> None:
     if output == "summary":
         sys.stdout.write(render_summary(results))
     elif output == "diff":
         sys.stdout.write(render_diff(results, manifests))
     elif output == "view":
-        sys.stdout.write(render_view(results, manifests))
+        sys.stdout.write(render_view(results, manifests, service_imports=service_imports))
     else:
         sys.stdout.write(render_yaml(results))
-    return 0

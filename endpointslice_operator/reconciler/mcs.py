@@ -89,10 +89,13 @@ __all__ = [
     "import_slice_labels",
     "is_cluster_id",
     "merge_conditions",
+    "owned_by_import",
     "plan_import_slices",
     "read_export",
     "resolve_import",
+    "same_conditions",
     "service_import",
+    "service_import_change",
 ]
 
 MCS_GROUP = "multicluster.x-k8s.io"
@@ -627,6 +630,50 @@ def derived_service_change(
         elif old.get(key) != new.get(key):
             return "update"
     return "none"
+
+
+def service_import_change(
+    current: Mapping[str, Any], desired: Mapping[str, Any]
+) -> tuple[bool, bool]:
+    """What it takes to turn the stored ServiceImport ``current`` into ``desired`` (a
+    :func:`service_import` with the managed-by label): (an update of its spec, labels and
+    annotations; a write of its ``status.clusters``)."""
+    old_meta = current.get("metadata")
+    old_meta = old_meta if isinstance(old_meta, Mapping) else {}
+    new_meta = desired["metadata"]
+    update = (
+        current.get("spec") != desired["spec"]
+        or (old_meta.get("labels") or {}) != new_meta["labels"]
+        or (old_meta.get("annotations") or {}) != new_meta["annotations"]
+    )
+    status = current.get("status")
+    clusters = status.get("clusters") if isinstance(status, Mapping) else None
+    return update, clusters != desired["status"]["clusters"]
+
+
+def owned_by_import(obj: Mapping[str, Any], import_uid: str) -> bool:
+    """Whether ``obj`` (a derived Service) has an owner reference to the ServiceImport with
+    uid ``import_uid``."""
+    metadata = obj.get("metadata")
+    refs = metadata.get("ownerReferences") if isinstance(metadata, Mapping) else None
+    return any(
+        isinstance(ref, Mapping)
+        and ref.get("kind") == "ServiceImport"
+        and ref.get("uid") == import_uid
+        for ref in (refs if isinstance(refs, list) else ())
+    )
+
+
+def same_conditions(current: object, merged: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the stored ``status.conditions`` equal ``merged`` (:func:`merge_conditions`)
+    in any order: no status write is needed then."""
+    if not isinstance(current, list):
+        return not merged
+
+    def canonical(items: Sequence[Any]) -> list[str]:
+        return sorted(json.dumps(item, sort_keys=True) for item in items)
+
+    return canonical(current) == canonical(merged)
 
 
 def export_conditions(

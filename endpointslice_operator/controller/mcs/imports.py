@@ -24,7 +24,6 @@ Service whose controller reference is that ServiceImport, slices with our manage
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -59,10 +58,13 @@ from endpointslice_operator.reconciler.mcs import (
     derived_service_name,
     export_conditions,
     merge_conditions,
+    owned_by_import,
     plan_import_slices,
     read_export,
     resolve_import,
+    same_conditions,
     service_import,
+    service_import_change,
 )
 from endpointslice_operator.reconciler.tracker import EndpointSliceTracker
 
@@ -270,11 +272,7 @@ class ImportSyncer:
         elif (_meta(current).get("labels") or {}).get(LABEL_MANAGED_BY) != self.managed_by:
             log.warning("ServiceImport %s/%s is not ours: left alone", *key)
             return None
-        elif (
-            current.get("spec") != desired["spec"]
-            or (_meta(current).get("labels") or {}) != desired["metadata"]["labels"]
-            or (_meta(current).get("annotations") or {}) != desired["metadata"]["annotations"]
-        ):
+        elif service_import_change(current, {**desired, "status": status})[0]:
             body = dict(current)
             body["metadata"] = {
                 **_meta(current),
@@ -283,7 +281,7 @@ class ImportSyncer:
             }
             body["spec"] = desired["spec"]
             current = await self._replace_import(key, body)
-        if (current.get("status") or {}).get("clusters") != status["clusters"]:
+        if service_import_change(current, {**desired, "status": status})[1]:
             body = dict(current)
             body["status"] = {**(current.get("status") or {}), **status}
             current = await self._put_status(self._imports, body, "serviceimports/status")
@@ -322,7 +320,7 @@ class ImportSyncer:
         uid = str(_meta(imported).get("uid") or "")
         desired = derived_service(resolution, uid, managed_by=self.managed_by)
         current = self.local.services.get((key[0], name))
-        if current is not None and not _owned_by(current, uid):
+        if current is not None and not owned_by_import(current, uid):
             log.warning(
                 "Service %s/%s (the derived name of import %s) is not ours: left alone",
                 key[0],
@@ -411,7 +409,7 @@ class ImportSyncer:
         uid = str(_meta(current).get("uid") or "")
         derived = self.local.services.get((key[0], derived_service_name(*key)))
         try:
-            if derived is not None and _owned_by(derived, uid):
+            if derived is not None and owned_by_import(derived, uid):
                 await self._spend()
                 async with asyncio.timeout(API_TIMEOUT):
                     await self._services.delete(derived)
@@ -448,7 +446,7 @@ class ImportSyncer:
             now=datetime.now(UTC),
             generation=_meta(export).get("generation"),
         )
-        if _same_conditions(current, merged):
+        if same_conditions(current, merged):
             return
         body = dict(export)
         body["status"] = {**(export.get("status") or {}), "conditions": merged}
@@ -483,24 +481,6 @@ class ImportSyncer:
                 await self.recorder.record(target, WARNING, reason, message)
             elif resolved or ready:
                 await self.recorder.record(target, NORMAL, reason, message)
-
-
-def _same_conditions(current: object, merged: list[dict[str, Any]]) -> bool:
-    if not isinstance(current, list):
-        return not merged
-
-    def canonical(items: list[Any]) -> list[str]:
-        return sorted(json.dumps(item, sort_keys=True) for item in items)
-
-    return canonical(current) == canonical(merged)
-
-
-def _owned_by(obj: Mapping[str, Any], uid: str) -> bool:
-    refs = _meta(obj).get("ownerReferences")
-    return any(
-        isinstance(ref, Mapping) and ref.get("kind") == "ServiceImport" and ref.get("uid") == uid
-        for ref in (refs if isinstance(refs, list) else ())
-    )
 
 
 def _key_of(obj: Mapping[str, Any]) -> Key:
