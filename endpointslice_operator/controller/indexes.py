@@ -190,12 +190,12 @@ def node_ready(node: Mapping[str, Any] | None) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-@dataclass(frozen=True, slots=True)
-class ServiceEntry:
-    key: str
+class ObjectEntry:
+    """``namespace``, ``name`` and ``uid`` of an index entry's slim ``body`` (a mixin of the
+    entry dataclasses)."""
+
+    __slots__ = ()
     body: dict[str, Any]
-    """Slim Service JSON (see :func:`slim_service`); never mutated."""
-    decision: Decision
 
     @property
     def namespace(self) -> str:
@@ -208,6 +208,14 @@ class ServiceEntry:
     @property
     def uid(self) -> str:
         return str(self.body["metadata"].get("uid") or "")
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceEntry(ObjectEntry):
+    key: str
+    body: dict[str, Any]
+    """Slim Service JSON (see :func:`slim_service`); never mutated."""
+    decision: Decision
 
     @property
     def has_spec_selector(self) -> bool:

@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from endpointslice_operator.controller.events import WARNING
-from endpointslice_operator.controller.indexes import ServiceIndex
+from endpointslice_operator.controller.indexes import ObjectEntry, ServiceIndex
 from endpointslice_operator.controller.owners import ENDPOINT_SELECTOR, split_owner_key
 from endpointslice_operator.controller.selectors import Selector, SelectorError, from_label_selector
 from endpointslice_operator.controller.sync import (
@@ -176,24 +176,12 @@ def slim(body: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
-class EndpointSelectorEntry:
+class EndpointSelectorEntry(ObjectEntry):
     key: str
     body: dict[str, Any]
     selector: Selector | None
     """None when the spec is invalid (see ``problems``)."""
     problems: tuple[tuple[str, str], ...]
-
-    @property
-    def namespace(self) -> str:
-        return str(self.body["metadata"].get("namespace") or "")
-
-    @property
-    def name(self) -> str:
-        return str(self.body["metadata"].get("name") or "")
-
-    @property
-    def uid(self) -> str:
-        return str(self.body["metadata"].get("uid") or "")
 
     @property
     def generation(self) -> int:
