@@ -20,8 +20,11 @@ own process on each, in the same run; the Services' figures are the baselines:
   (its readiness flipped every :data:`FLAP_PERIOD` s for :data:`FLAP_SECONDS` s): the
   EndpointSelectors' status writes, counted until the counts writer ran once more after the
   last flip; the baseline is the slice writes of the same flaps (what a status write per sync
-  would cost: the counts change with every flip). Rate-limited, the value stays near
-  ``FLAPPING * FLAP_SECONDS / STATUS_INTERVAL`` however fast the pods flap.
+  would cost: the counts change with every flip). Meanwhile the owners' other ready pods turn
+  not ready one by one, spread over the window, so that two status rounds never see the same
+  counts (one pod flapping alone shows the same counts after every even number of flips).
+  Rate-limited, the value stays near ``FLAPPING * FLAP_SECONDS / STATUS_INTERVAL`` however
+  fast the pods flap.
 """
 
 from __future__ import annotations
@@ -99,11 +102,24 @@ async def _run(session: aiohttp.ClientSession, scenario: Scenario, workdir: Path
                 await status_writes(),
             )
             flapping = min(FLAPPING, scenario.services)
+            # Pod 0 of each flapping owner flips every FLAP_PERIOD, and its still-ready pods
+            # (those the flips above left ready) turn not ready one by one, spread over the
+            # window. The slow part keeps every status round from seeing the counts it saw
+            # before: pod 0 alone would put the same counts in front of a round after an even
+            # number of flips, and all owners flip together, so a run could write nothing.
+            draining = list(range(FLIPS_PER_OWNER, PODS))
+            drain_every = FLAP_SECONDS / len(draining)
             loop = asyncio.get_running_loop()
-            ends = loop.time() + FLAP_SECONDS
-            while loop.time() < ends:
+            began_flapping = loop.time()
+            drained = 0
+            while (elapsed := loop.time() - began_flapping) < FLAP_SECONDS:
                 await _churn(session, emulator, flapping, 0)  # pod 0 of the first owners
+                while drained < min(len(draining), int(elapsed / drain_every) + 1):
+                    await _churn(session, emulator, flapping, draining[drained] * scenario.services)
+                    drained += 1
                 await asyncio.sleep(FLAP_PERIOD)
+            for replica in draining[drained:]:  # a loaded machine's late steps
+                await _churn(session, emulator, flapping, replica * scenario.services)
             # The counts writer runs once more after the last flip showed in slices.
             await asyncio.sleep(STATUS_INTERVAL + SETTLE)
             flap_slices = await slice_writes(session, emulator.control) - slices_before

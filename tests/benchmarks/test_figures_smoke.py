@@ -124,7 +124,9 @@ def test_selectors() -> None:
     # (CPU per flip is read from /proc in 10 ms ticks: 30 tiny-mode flips may show 0.)
     assert figures["selectors_events_per_s"].value > 0
     # Ten pods flapping four times a second for 15 s: a slice write per flip the operator
-    # sees, and their selectors' status written at most once per status interval each.
+    # sees, and their selectors' status written at most once per status interval each. The
+    # owners' other pods turn not ready over the window, so at least two 5 s rounds see new
+    # counts (a single flapping pod could show the same counts to every round).
     flapping = figures["selectors_flapping_status_writes"]
     assert flapping.baseline is not None and flapping.baseline >= 100
-    assert 10 <= flapping.value <= 10 * (15 / 5 + 2)
+    assert 10 * 2 <= flapping.value <= 10 * (15 / 5 + 2)
