@@ -34,10 +34,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import kopf
+from kubernetes_asyncio.client import ApiClient
 
 from endpointslice_operator.controller.endpoints_index import endpoints_key
 from endpointslice_operator.controller.indexes import (
@@ -52,6 +53,7 @@ from endpointslice_operator.controller.indexes import (
 from endpointslice_operator.controller.optin import UPSTREAM_CONTROLLER_NAME
 from endpointslice_operator.controller.owners import split_owner_key, tracker_name
 from endpointslice_operator.controller.queue import ServiceQueue
+from endpointslice_operator.controller.relist import Relisting
 from endpointslice_operator.controller.reset import Watermark
 from endpointslice_operator.reconciler.mirroring import MIRRORING_CONTROLLER_NAME
 from endpointslice_operator.reconciler.records import PodRecord, pod_record
@@ -106,24 +108,14 @@ def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return metadata if isinstance(metadata, Mapping) else {}
 
 
-@dataclass(slots=True)
-class _Relist:
-    """Re-listings in progress for one kind.
-
-    ``listed`` holds, per object, the number of the listing that last showed it (or of the
-    listing current when a watch event last showed it). A listing event for an object already
-    shown by the current listing means a newer listing has begun (Kopf lists again after each
-    410), so objects deleted between two re-listings are not taken for present.
-    """
-
-    generation: int = 0
-    listed: dict[tuple[str, str], int] = field(default_factory=dict)
-    last_listed: float = 0.0
-
-
-def _now() -> float:
-    return asyncio.get_running_loop().time()
-
+_RELISTED = (
+    ("services", "/api/v1"),
+    ("pods", "/api/v1"),
+    ("nodes", "/api/v1"),
+    ("endpoints", "/api/v1"),
+    ("endpointslices", "/apis/discovery.k8s.io/v1"),
+)
+"""The kinds the router holds, and where the API server serves them."""
 
 _FOREIGN_WATCHED = frozenset({UPSTREAM_CONTROLLER_NAME, MIRRORING_CONTROLLER_NAME})
 """kube-controller-manager's slice controllers: their slices coming or going re-checks a
@@ -164,56 +156,46 @@ class EventRouter:
         self.watermark = Watermark()
         """The highest resourceVersion delivered by any watch (see :mod:`.reset`)."""
         self.topology_live = False
-        self.relist_tracking = False
-        """Set once the initial listing is in: later listing events (type None) mean Kopf is
-        re-listing after a 410, and objects deleted meanwhile will never get a DELETED event."""
-        self.on_relist: Callable[[str], None] | None = None
+        self.relistings: dict[str, Relisting] = {}
+        """Per kind, once the initial listings are in (:meth:`track_relists`): a later listing
+        means a watch expired (410), and objects deleted meanwhile get no DELETED event."""
         self.on_leftover: Callable[[], None] | None = None
         """Called when a slice labelled managed-by ours without a service-name label is seen
         (the leader then deletes such leftovers); None: not leading."""
         self.mirrors: Callable[[str], bool] | None = None
         """Whether a Service key mirrors its Endpoints object (every change of that object
         then queues the Service); None: no mirroring."""
-        self._relists: dict[str, _Relist] = {}
-        """Refresh topology on node events; off during the initial listing (the operator
-        refreshes once when it is in), which would otherwise cost O(nodes^2)."""
 
-    # -- re-listing (Kopf emits no DELETED for objects gone while it was not watching) ------
+    # -- re-listing (no DELETED for objects gone while nobody watched, see :mod:`.relist`) --
+
+    def track_relists(self, api_client: ApiClient) -> None:
+        """From now on (the initial listings are in), check what each re-listing leaves out."""
+        for kind, api in _RELISTED:
+            self.relistings[kind] = Relisting(
+                api_client,
+                api,
+                kind,
+                held=partial(self._names, kind),
+                uid_of=partial(self._uid, kind),
+                forget=partial(self._forget, kind),
+            )
+
+    def listing_began(self, kind: str) -> None:
+        """A list-watch began listing ``kind`` (its ``on_listing``): after the initial
+        listings, a re-listing, even one that delivers no object."""
+        relisting = self.relistings.get(kind)
+        if relisting is not None:
+            relisting.begin()
+
+    def cancel_relists(self) -> None:
+        """Stop the checks in progress (the round ends)."""
+        for relisting in self.relistings.values():
+            relisting.cancel()
 
     def _note(self, kind: str, event_type: str | None, namespace: str, name: str) -> None:
-        if not self.relist_tracking:
-            return
-        relist = self._relists.get(kind)
-        key = (namespace, name)
-        if event_type is None:
-            if relist is None:
-                relist = self._relists[kind] = _Relist()
-                log.info("Kopf is re-listing %s; will verify what the listing leaves out", kind)
-                if self.on_relist is not None:
-                    self.on_relist(kind)
-            elif relist.listed.get(key) == relist.generation:
-                relist.generation += 1
-            relist.listed[key] = relist.generation
-            relist.last_listed = _now()
-        elif relist is not None:
-            relist.listed[key] = relist.generation
-
-    def relist_last_listed(self, kind: str) -> float | None:
-        """Loop time of the latest listing event of a re-listing in progress, else None."""
-        relist = self._relists.get(kind)
-        return relist.last_listed if relist is not None else None
-
-    def finish_relist(self, kind: str) -> list[tuple[str, str, object]]:
-        """End a re-listing; returns the indexed objects the latest listing did not show, each
-        as (namespace, name, the index entry now held) for :meth:`forget`."""
-        relist = self._relists.pop(kind, None)
-        if relist is None:
-            return []
-        return [
-            (namespace, name, self._entry(kind, namespace, name))
-            for namespace, name in self._names(kind)
-            if relist.listed.get((namespace, name), -1) < relist.generation
-        ]
+        relisting = self.relistings.get(kind)
+        if relisting is not None:
+            relisting.note(event_type, (namespace, name))
 
     def _names(self, kind: str) -> list[tuple[str, str]]:
         if kind == "services":
@@ -226,22 +208,28 @@ class EventRouter:
             return self.indexes.endpoints.names()
         return self.indexes.slices.names()
 
-    def _entry(self, kind: str, namespace: str, name: str) -> object:
+    def _uid(self, kind: str, key: tuple[str, str]) -> str | None:
+        """The UID held under ``key`` ("" when unknown), None when nothing is."""
+        namespace, name = key
         if kind == "services":
-            return self.indexes.services.get(service_key(namespace, name))
+            service = self.indexes.services.get(service_key(namespace, name))
+            return None if service is None else service.uid
         if kind == "pods":
-            return self.indexes.pods.get(namespace, name)
-        if kind == "nodes":
-            return self.indexes.nodes.get(name)
-        if kind == "endpoints":
-            return self.indexes.endpoints.get(namespace, name)
-        return self.indexes.slices.ref(namespace, name)
+            pod = self.indexes.pods.get(namespace, name)
+            return None if pod is None else pod.uid
+        if kind == "endpointslices":
+            ref = self.indexes.slices.ref(namespace, name)
+            return None if ref is None else ref.uid
+        body = (
+            self.indexes.nodes.get(name)
+            if kind == "nodes"
+            else self.indexes.endpoints.get(namespace, name)
+        )
+        return None if body is None else identity(body)[0]
 
-    def forget(self, kind: str, namespace: str, name: str, entry: object) -> None:
-        """Handle an object confirmed gone as if its DELETED event had arrived; nothing happens
-        if the index has meanwhile seen a newer object under that name."""
-        if entry is None or self._entry(kind, namespace, name) is not entry:
-            return
+    def _forget(self, kind: str, key: tuple[str, str]) -> None:
+        """Handle an object confirmed gone as if its DELETED event had arrived."""
+        namespace, name = key
         metadata = {"namespace": namespace, "name": name}
         if kind == "services":
             self.on_service("DELETED", {"metadata": metadata})

@@ -14,7 +14,7 @@
   objects as the API server reports for that kind (a ``limit=1`` list, re-asked every 2 s);
   Endpoints, when needed from the start, once their first listing has ended.
 * Re-lists: after a kind is listed again (a watch that expired with 410), objects the listing
-  left out are checked with the API server and forgotten if gone.
+  left out are checked with the API server and forgotten if gone (:mod:`.relist`).
 * Leader election (when enabled) gates the queue workers only: every replica watches and keeps
   its indexes warm; the leader builds a fresh queue, queues every relevant Service once and
   runs the workers; losing the Lease stops them; stopping releases the Lease.
@@ -69,7 +69,10 @@ from endpointslice_operator.controller.owners.endpoint_selector import (
     EndpointSelectorIndex,
     EndpointSelectorSyncer,
 )
-from endpointslice_operator.controller.owners.endpoint_selector_prune import keep_pruning
+from endpointslice_operator.controller.owners.endpoint_selector_prune import (
+    endpoint_selector_relisting,
+    keep_counting,
+)
 from endpointslice_operator.controller.owners.endpoint_selector_status import (
     keep_writing_counts,
 )
@@ -77,6 +80,7 @@ from endpointslice_operator.controller.owners.endpoint_selector_watch import (
     serve_endpoint_selectors,
 )
 from endpointslice_operator.controller.queue import ServiceQueue
+from endpointslice_operator.controller.relist import Relisting
 from endpointslice_operator.controller.reset import (
     RESET_PROBE_INTERVAL,
     SUSPECT_PROBE_INTERVAL,
@@ -101,8 +105,6 @@ ENDPOINTS_EVENT_COMPONENT = "endpoint-controller"
 MIRRORING_EVENT_COMPONENT = "endpoint-slice-mirroring-controller"
 MULTICLUSTER_EVENT_COMPONENT = "multicluster-controller"
 """Event source components of upstream's Endpoints and mirroring controllers."""
-RELIST_QUIET_PERIOD = 2.0
-"""A re-listing counts as complete once no listing event has come for this long."""
 READINESS_POLL_INTERVAL = 0.05
 """How often the index sizes are compared with the expected counts (in memory, cheap)."""
 READINESS_RECOUNT_INTERVAL = 2.0
@@ -186,6 +188,8 @@ class Operator:
         self._leading = asyncio.Event()
         self._kopf_stop: asyncio.Future[None] | None = None
         self._background: set[asyncio.Task[None]] = set()
+        self._relistings: list[Relisting] = []
+        """Re-listing checks of the round's Kopf-served custom resources (cancelled with it)."""
         self._fence: WriteFence | None = None
         """The current round's write fence (see :mod:`.reset`)."""
 
@@ -366,6 +370,9 @@ class Operator:
             )
             self.owners.others[ENDPOINT_SELECTOR.kind] = selector_syncer
             self.endpoint_selectors = selectors
+            # Objects deleted while Kopf's watch had expired (no DELETED event): forgotten.
+            relisting = endpoint_selector_relisting(api_client, selectors, router)
+            self._relistings.append(relisting)
             self._spawn(
                 serve_endpoint_selectors(
                     api_client,
@@ -373,12 +380,14 @@ class Operator:
                     selectors,
                     router,
                     lambda: [*selector_syncer.all_keys(), *sorted(selector_syncer.waiting)],
+                    relisting=relisting,
                     namespaces=list(self.settings.namespaces),
                     on_signal=self.stop,
                 )
             )
-            # Objects deleted while Kopf's watch had expired (no DELETED event): forgotten.
-            self._spawn(keep_pruning(api_client, selectors, router, list(self.settings.namespaces)))
+            self._spawn(
+                keep_counting(api_client, selectors, relisting, list(self.settings.namespaces))
+            )
             # Their endpoint counts, into their status at most once per interval (the leader's).
             self._spawn(
                 keep_writing_counts(api_client, selectors, lambda: router.queue is not None)
@@ -482,6 +491,10 @@ class Operator:
                 *self._background,
             ):
                 task.cancel()
+            router.cancel_relists()
+            for relisting in self._relistings:
+                relisting.cancel()
+            self._relistings.clear()
             await asyncio.gather(*self._background, return_exceptions=True)
             if not self._kopf_stop.done():
                 self._kopf_stop.set_result(None)
@@ -519,8 +532,7 @@ class Operator:
                 await asyncio.sleep(READINESS_POLL_INTERVAL)
         router.refresh_topology()
         router.topology_live = True
-        router.on_relist = lambda kind: self._spawn(self._verify_relist(api_client, router, kind))
-        router.relist_tracking = True
+        router.track_relists(api_client)
         log.info("initial listings are in: %s", self.indexes.counts())
         self.indexes.slices.share_pod_strings()
         if self.settle_heap:
@@ -601,65 +613,13 @@ class Operator:
             on_reset=self._api_server_reset,
             on_suspect=self._fence_of_round().suspect,
             on_listed=on_listed,
+            on_listing=lambda _scope: router.listing_began(kind),
         )
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-
-    async def _verify_relist(self, api_client: ApiClient, router: EventRouter, kind: str) -> None:
-        """After Kopf re-lists ``kind`` (a watch that expired with 410), ask the API server
-        about every indexed object the listing did not show, and forget those that are gone.
-
-        Kopf delivers the new listing but no DELETED events for objects removed while it was
-        not watching; without this they would stay in the indexes (and in the slices) forever.
-        Only a 404 removes anything, so an early or spurious check costs reads, never data.
-        """
-        loop = asyncio.get_running_loop()
-        while True:
-            last = router.relist_last_listed(kind)
-            if last is None:
-                return
-            wait = last + RELIST_QUIET_PERIOD - loop.time()
-            if wait <= 0:
-                break
-            await asyncio.sleep(wait)
-        suspects = router.finish_relist(kind)
-        gone = 0
-        for namespace, name, entry in suspects:
-            try:
-                exists = await self._exists(api_client, kind, namespace, name)
-            except Exception as exc:  # keep it: a later event or re-list will tell
-                log.info("could not check %s %s/%s: %s", kind, namespace, name, exc)
-                continue
-            if not exists:
-                router.forget(kind, namespace, name, entry)
-                gone += 1
-        log.info(
-            "re-list of %s: %d object(s) not listed, %d confirmed gone", kind, len(suspects), gone
-        )
-
-    async def _exists(self, api_client: ApiClient, kind: str, namespace: str, name: str) -> bool:
-        core, discovery = CoreV1Api(api_client), DiscoveryV1Api(api_client)
-        call: Awaitable[Any]
-        if kind == "nodes":
-            call = core.read_node(name, _preload_content=False)
-        elif kind == "pods":
-            call = core.read_namespaced_pod(name, namespace, _preload_content=False)
-        elif kind == "services":
-            call = core.read_namespaced_service(name, namespace, _preload_content=False)
-        elif kind == "endpoints":
-            call = core.read_namespaced_endpoints(name, namespace, _preload_content=False)
-        else:
-            call = discovery.read_namespaced_endpoint_slice(name, namespace, _preload_content=False)
-        try:
-            await raise_for_status(await call)
-        except ApiError as exc:
-            if exc.not_found:
-                return False
-            raise
-        return True
 
     async def _count(self, api_client: ApiClient, kind: str) -> int:
         """How many objects of ``kind`` the API server holds in the watched scope now."""

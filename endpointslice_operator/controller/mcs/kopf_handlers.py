@@ -8,15 +8,14 @@ a Kopf instance whose ``on.event`` handlers feed every event to the cache, which
 import key. The peers stay on list-watches (one Kopf instance watches one cluster).
 
 Kopf re-lists a kind after its watch expired (410 Gone) without reporting the objects deleted
-meanwhile: a listing event (type None) after the first listing starts a re-listing here; once
-no event came for :data:`RELIST_QUIET_PERIOD` seconds, each cached object it did not deliver
-is asked for, and forgotten only when the API server answers 404 (a failed or partial listing
-is never taken as a deletion).
+meanwhile: every event is noted by the kind's :class:`~..relist.Relisting` (the check every
+kind shares), whose re-listings begin with Kopf's listing events (its first listing, after the
+one here, counts as one); what a re-listing left out is asked for and forgotten only when the
+API server says it is gone (a failed or partial listing is never taken as a deletion).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -24,13 +23,11 @@ from typing import Any
 import kopf
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from endpointslice_operator.controller.direct_requests import DirectRequests, path_segment
 from endpointslice_operator.controller.kopf_serving import serve_with_kopf
 from endpointslice_operator.controller.mcs.cache import Key, LocalCache
-from endpointslice_operator.controller.mcs.clusters import API_TIMEOUT
-from endpointslice_operator.controller.writer import ApiError, raise_for_status
+from endpointslice_operator.controller.relist import Relisting
 
-__all__ = ["GROUP", "KOPF_KINDS", "RELIST_QUIET_PERIOD", "Relisting", "serve_exports_and_imports"]
+__all__ = ["GROUP", "KOPF_KINDS", "relistings_of", "serve_exports_and_imports"]
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +35,6 @@ GROUP = "multicluster.x-k8s.io"
 VERSION = "v1beta1"
 KOPF_KINDS = ("serviceexports", "serviceimports")
 """The kinds of this cluster handled through Kopf (the cache's other kinds are list-watched)."""
-RELIST_QUIET_PERIOD = 2.0
-"""A re-listing counts as complete once no event of its kind has come for this long."""
 
 
 def _key(obj: Mapping[str, Any]) -> Key:
@@ -48,65 +43,34 @@ def _key(obj: Mapping[str, Any]) -> Key:
     return (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
 
 
-class Relisting:
-    """One kind's re-listings by Kopf, and the check of what they left out."""
+def relistings_of(api_client: ApiClient, cache: LocalCache) -> dict[str, Relisting]:
+    """The re-listing check of each of :data:`KOPF_KINDS` (see :mod:`..relist`): what a
+    re-listing left out and the API server says is gone is handled as its DELETED event."""
 
-    def __init__(
-        self,
-        kind: str,
-        cache: LocalCache,
-        exists: Callable[[str, Key], Any],
-        quiet: float = RELIST_QUIET_PERIOD,
-    ) -> None:
-        self.kind = kind
-        self.cache = cache
-        self.exists = exists
-        """``await exists(kind, key)``: False only when the API server says 404."""
-        self.quiet = quiet
-        self.seen: set[Key] | None = None
-        self.last = 0.0
-        self.task: asyncio.Task[None] | None = None
-        self.checked = 0
-        self.forgotten = 0
+    def held_by(kind: str) -> dict[Key, Mapping[str, Any]]:
+        return cache.exports if kind == "serviceexports" else cache.imports
 
-    def held(self) -> set[Key]:
-        return set(self.cache.exports if self.kind == "serviceexports" else self.cache.imports)
+    def relisting(kind: str) -> Relisting:
+        def uid_of(key: Key) -> str | None:
+            obj = held_by(kind).get(key)
+            if obj is None:
+                return None
+            metadata = obj.get("metadata")
+            return str(metadata.get("uid") or "") if isinstance(metadata, Mapping) else ""
 
-    def note(self, event_type: str | None, key: Key) -> None:
-        """An event: a listing one (type None) starts a re-listing; while one runs, every
-        event's object counts as delivered."""
-        loop = asyncio.get_running_loop()
-        if event_type is None and self.seen is None:
-            self.seen = set()
-            self.task = asyncio.create_task(self._finish(), name=f"mcs-relist-{self.kind}")
-        if self.seen is not None:
-            self.seen.add(key)
-            self.last = loop.time()
+        def forget(key: Key) -> None:
+            cache.handler(kind)("DELETED", {"metadata": {"namespace": key[0], "name": key[1]}})
 
-    async def _finish(self) -> None:
-        loop = asyncio.get_running_loop()
-        while (wait := self.last + self.quiet - loop.time()) > 0:
-            await asyncio.sleep(wait)
-        seen, self.seen = self.seen or set(), None
-        missing = sorted(self.held() - seen)
-        gone = 0
-        for key in missing:
-            self.checked += 1
-            if await self.exists(self.kind, key):
-                continue
-            gone += 1
-            self.cache.handler(self.kind)(
-                "DELETED", {"metadata": {"namespace": key[0], "name": key[1]}}
-            )
-        self.forgotten += gone
-        if missing:
-            log.info(
-                "re-list of %s: %d not listed, %d confirmed gone", self.kind, len(missing), gone
-            )
+        return Relisting(
+            api_client,
+            f"/apis/{GROUP}/{VERSION}",
+            kind,
+            held=lambda: list(held_by(kind)),
+            uid_of=uid_of,
+            forget=forget,
+        )
 
-    def cancel(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
+    return {kind: relisting(kind) for kind in KOPF_KINDS}
 
 
 def register_handlers(
@@ -144,23 +108,7 @@ async def serve_exports_and_imports(
     on_signal: Callable[[], None] | None = None,
 ) -> None:
     """Discover, list once into ``cache``, then run Kopf's handlers until cancelled."""
-    requests = DirectRequests(api_client)
-
-    async def exists(kind: str, key: Key) -> bool:
-        path = (
-            f"/apis/{GROUP}/{VERSION}/namespaces/{path_segment(key[0])}/{kind}/"
-            f"{path_segment(key[1])}"
-        )
-        try:
-            async with asyncio.timeout(API_TIMEOUT):
-                await raise_for_status(await requests.request("GET", path))
-        except ApiError as exc:
-            return not exc.not_found
-        except Exception as exc:  # keep it: a later event or re-list will tell
-            log.info("could not check %s %s/%s: %s", kind, *key, exc)
-        return True
-
-    relistings = {kind: Relisting(kind, cache, exists) for kind in KOPF_KINDS}
+    relistings = relistings_of(api_client, cache)
 
     def listed(items: dict[str, list[dict[str, Any]]]) -> None:
         for kind in KOPF_KINDS:

@@ -2,26 +2,26 @@
 
 When Kopf's watch of EndpointSelectors expires (410 Gone: the API server compacted the
 history it would resume from), Kopf lists them again and goes on watching; an object deleted
-in between shows no ``DELETED`` event, and the listing simply leaves it out, which Kopf does
-not tell its handlers. Such an object would stay in :class:`.EndpointSelectorIndex`, and the
-operator would keep its slices (or create them again after the garbage collector removed
-them, owned by an object that no longer exists).
+in between shows no ``DELETED`` event, and the listing simply leaves it out. Such an object
+would stay in :class:`.EndpointSelectorIndex`, and the operator would keep its slices (or
+create them again after the garbage collector removed them, owned by an object that no longer
+exists).
 
-:func:`prune_missed_deletions` compares the index with the API server, per watched scope:
+:func:`endpoint_selector_relisting` is the kind's :class:`~endpointslice_operator.controller.
+relist.Relisting`, the check every kind shares: Kopf's listing events start a re-listing, and
+what it left out is asked for and forgotten (removed from the index, its key queued: its sync
+deletes the slices) only once the API server says it is gone, under its UID.
 
-1. note the indexed objects of the scope and their UIDs (every one existed at some point);
-2. ask for the number of objects there now: one ``limit=1`` list, whose
-   ``metadata.remainingItemCount`` gives the count (a few hundred bytes whatever the number);
-3. only if the server holds fewer than were noted (so at least one of them is gone), list the
-   scope and forget each noted object whose UID the listing does not show and that the index
-   still holds under that UID: handled as its ``DELETED`` event would have been (the key is
-   queued, and its sync deletes the slices).
-
-A UID is never reused and the listing is read after the note, so an object is forgotten only
-once the server no longer has it. A deletion hidden by a creation still on its way to the index
-(equal counts) is found on the next round. :func:`keep_pruning` runs it every
-:data:`PRUNE_INTERVAL` seconds once the first listing is in: one small request per scope per
-minute while nothing is missed.
+A listing that delivers nothing starts nothing, though: when every EndpointSelector of the
+watched scope was deleted while the watch was down, Kopf's handlers see no event at all (Kopf
+does not tell them that a listing ended). :func:`keep_counting` is the safety net for that
+case, and for anything else an event stream may lose: every :data:`PRUNE_INTERVAL` seconds it
+asks each scope how many EndpointSelectors it holds (one ``limit=1`` list, whose
+``metadata.remainingItemCount`` gives the count: a few hundred bytes whatever the number), and
+when the server holds fewer than the index (so at least one is gone) it starts a re-listing
+with nothing delivered (:meth:`~.relist.Relisting.begin`): every indexed EndpointSelector is
+then asked for. A deletion hidden by a creation still on its way to the index (equal counts)
+is found on the next round.
 """
 
 from __future__ import annotations
@@ -35,43 +35,56 @@ import aiohttp
 from kubernetes_asyncio.client import ApiClient
 
 from endpointslice_operator.controller.handlers import EventRouter
+from endpointslice_operator.controller.owners import ENDPOINT_SELECTOR
 from endpointslice_operator.controller.owners.endpoint_selector import EndpointSelectorIndex
+from endpointslice_operator.controller.relist import Key, Relisting
 from endpointslice_operator.controller.writer import ApiError, raise_for_status
 from endpointslice_operator.reconciler.endpoint_selector import GROUP, PLURAL, VERSION
 
 __all__ = [
     "PRUNE_INTERVAL",
     "count_endpoint_selectors",
-    "keep_pruning",
-    "prune_missed_deletions",
+    "endpoint_selector_relisting",
+    "keep_counting",
 ]
 
 log = logging.getLogger(__name__)
 
 PRUNE_INTERVAL = 60.0
-"""Seconds between two comparisons of the index with the API server."""
+"""Seconds between two comparisons of the index's size with the API server's count."""
 LIST_TIMEOUT = 60
-PAGE_SIZE = 500
 
 
-def _path(scope: str | None) -> str:
-    base = f"/apis/{GROUP}/{VERSION}"
-    return f"{base}/namespaces/{scope}/{PLURAL}" if scope else f"{base}/{PLURAL}"
+def endpoint_selector_relisting(
+    api_client: ApiClient, index: EndpointSelectorIndex, router: EventRouter
+) -> Relisting:
+    """The re-listing check of EndpointSelectors: what a re-listing left out and the API
+    server says is gone is removed from ``index`` and its key queued."""
 
+    def held() -> list[Key]:
+        return [
+            (entry.namespace, entry.name)
+            for key in index.keys()  # noqa: SIM118 (not a dict)
+            if (entry := index.get(key)) is not None
+        ]
 
-async def _page(api_client: ApiClient, scope: str | None, limit: int, token: str) -> Any:
-    query: list[tuple[str, str]] = [("limit", str(limit))]
-    if token:
-        query.append(("continue", token))
-    response = await api_client.call_api(
-        _path(scope),
-        "GET",
-        query_params=query,
-        auth_settings=["BearerToken"],
-        _preload_content=False,
-        _request_timeout=LIST_TIMEOUT,
+    def uid_of(key: Key) -> str | None:
+        entry = index.get(ENDPOINT_SELECTOR.key(*key))
+        return None if entry is None else entry.uid
+
+    def forget(key: Key) -> None:
+        log.info("EndpointSelector %s/%s is gone (deleted while the watch was not looking)", *key)
+        index.remove(*key)
+        router.requeue([ENDPOINT_SELECTOR.key(*key)])
+
+    return Relisting(
+        api_client,
+        f"/apis/{GROUP}/{VERSION}",
+        PLURAL,
+        held=held,
+        uid_of=uid_of,
+        forget=forget,
     )
-    return await raise_for_status(response)
 
 
 def _metadata(obj: Any) -> Mapping[str, Any]:
@@ -81,7 +94,16 @@ def _metadata(obj: Any) -> Mapping[str, Any]:
 
 async def count_endpoint_selectors(api_client: ApiClient, scope: str | None) -> int | None:
     """How many EndpointSelectors the scope holds now; None when the server does not say."""
-    body = await _page(api_client, scope, 1, "")
+    base = f"/apis/{GROUP}/{VERSION}"
+    response = await api_client.call_api(
+        f"{base}/namespaces/{scope}/{PLURAL}" if scope else f"{base}/{PLURAL}",
+        "GET",
+        query_params=[("limit", "1")],
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        _request_timeout=LIST_TIMEOUT,
+    )
+    body = await raise_for_status(response)
     items = body.get("items") or []
     metadata = _metadata(body)
     if not metadata.get("continue"):
@@ -90,69 +112,44 @@ async def count_endpoint_selectors(api_client: ApiClient, scope: str | None) -> 
     return len(items) + remaining if isinstance(remaining, int) else None
 
 
-async def _uids(api_client: ApiClient, scope: str | None) -> set[str]:
-    uids: set[str] = set()
-    token = ""
-    while True:
-        body = await _page(api_client, scope, PAGE_SIZE, token)
-        uids.update(str(_metadata(item).get("uid") or "") for item in body.get("items") or [])
-        token = str(_metadata(body).get("continue") or "")
-        if not token:
-            return uids
-
-
-async def prune_missed_deletions(
-    api_client: ApiClient,
-    index: EndpointSelectorIndex,
-    router: EventRouter,
-    namespaces: Sequence[str] = (),
-) -> list[str]:
-    """Forget the indexed EndpointSelectors the API server no longer has (see the module's
-    doc); returns their keys. API errors are raised."""
-    forgotten: list[str] = []
+async def missing_any(
+    api_client: ApiClient, index: EndpointSelectorIndex, namespaces: Sequence[str] = ()
+) -> bool:
+    """Whether some watched scope holds fewer EndpointSelectors than the index has there (so
+    at least one indexed object is gone). API errors are raised."""
     scopes: list[str | None] = list(namespaces) or [None]
     for scope in scopes:
-        noted: dict[str, str] = {}
-        for key in index.keys():  # noqa: SIM118 (not a dict)
-            entry = index.get(key)
-            if entry is not None and (scope is None or entry.namespace == scope):
-                noted[key] = entry.uid
-        if not noted:
+        held = sum(
+            1
+            for key in index.keys()  # noqa: SIM118 (not a dict)
+            if (entry := index.get(key)) is not None and (scope is None or entry.namespace == scope)
+        )
+        if not held:
             continue
         count = await count_endpoint_selectors(api_client, scope)
-        if count is not None and count >= len(noted):
-            continue
-        present = await _uids(api_client, scope)
-        for key, uid in noted.items():
-            entry = index.get(key)
-            if uid in present or entry is None or entry.uid != uid:
-                continue
-            log.info(
-                "EndpointSelector %s/%s is gone (deleted while the watch was not looking)",
-                entry.namespace,
-                entry.name,
-            )
-            index.remove(entry.namespace, entry.name)
-            router.requeue([key])
-            forgotten.append(key)
-    return forgotten
+        if count is not None and count < held:
+            return True
+    return False
 
 
-async def keep_pruning(
+async def keep_counting(
     api_client: ApiClient,
     index: EndpointSelectorIndex,
-    router: EventRouter,
+    relisting: Relisting,
     namespaces: Sequence[str] = (),
     *,
     interval: float = PRUNE_INTERVAL,
 ) -> None:
-    """:func:`prune_missed_deletions` every ``interval`` seconds, once EndpointSelectors are
-    served and listed, until cancelled; a failed round is logged and tried at the next."""
+    """Every ``interval`` seconds, once EndpointSelectors are served and listed, compare the
+    index's size with the API server's count (see the module's doc) until cancelled; a failed
+    round is logged and tried at the next."""
     while True:
         await asyncio.sleep(interval)
         if not index.synced:
             continue
         try:
-            await prune_missed_deletions(api_client, index, router, namespaces)
+            if await missing_any(api_client, index, namespaces):
+                log.info("fewer EndpointSelectors on the API server than indexed: checking each")
+                relisting.begin()
         except (ApiError, aiohttp.ClientError, OSError, TimeoutError) as exc:
-            log.info("could not compare EndpointSelectors with the API server: %s", exc)
+            log.info("could not count EndpointSelectors on the API server: %s", exc)

@@ -32,6 +32,7 @@ from endpointslice_operator.controller.owners.endpoint_selector import (
     EndpointSelectorIndex,
     status_patch,
 )
+from endpointslice_operator.controller.relist import Relisting
 from endpointslice_operator.reconciler.endpoint_selector import GROUP, PLURAL, VERSION
 
 __all__ = ["discover", "register_endpoint_selector_handler", "serve_endpoint_selectors"]
@@ -46,9 +47,13 @@ async def discover(api_client: ApiClient) -> bool:
 
 
 def register_endpoint_selector_handler(
-    registry: kopf.OperatorRegistry, index: EndpointSelectorIndex, router: EventRouter
+    registry: kopf.OperatorRegistry,
+    index: EndpointSelectorIndex,
+    router: EventRouter,
+    relisting: Relisting | None = None,
 ) -> None:
-    """The ``on.event`` handler of EndpointSelectors on ``registry``."""
+    """The ``on.event`` handler of EndpointSelectors on ``registry``; every event is noted
+    by ``relisting`` (objects a re-listing leaves out, see :mod:`.endpoint_selector_prune`)."""
 
     @kopf.on.event(GROUP, VERSION, PLURAL, id="endpointselector", registry=registry)
     async def on_endpoint_selector(event: Mapping[str, Any], patch: Any, **_: Any) -> None:
@@ -61,7 +66,12 @@ def register_endpoint_selector_handler(
         if not name:
             return
         try:
-            if event.get("type") == "DELETED":
+            event_type = event.get("type")
+            if relisting is not None:
+                relisting.note(
+                    event_type if isinstance(event_type, str) else None, (namespace, name)
+                )
+            if event_type == "DELETED":
                 if index.remove(namespace, name) is not None:
                     router.requeue([ENDPOINT_SELECTOR.key(namespace, name)])
                 return
@@ -92,10 +102,12 @@ async def serve_endpoint_selectors(
     router: EventRouter,
     all_keys: Callable[[], list[str]],
     *,
+    relisting: Relisting | None = None,
     namespaces: Sequence[str] = (),
     on_signal: Callable[[], None] | None = None,
 ) -> None:
-    """Discover, list, then run Kopf for EndpointSelectors until cancelled. ``on_signal``:
+    """Discover, list, then run Kopf for EndpointSelectors until cancelled; ``relisting``
+    notes every event (see :func:`register_endpoint_selector_handler`). ``on_signal``:
     where SIGINT and SIGTERM go once this second Kopf instance has started (see
     :func:`~endpointslice_operator.controller.kopf_wiring.run_kopf`)."""
 
@@ -117,7 +129,9 @@ async def serve_endpoint_selectors(
         missing_hint="install deploy/crds/endpointselectors.endpointslice-operator.io.yaml",
         forbidden_hint="the chart grants it with endpointSelectors.enabled: true",
         on_listed=listed,
-        register=lambda registry: register_endpoint_selector_handler(registry, index, router),
+        register=lambda registry: register_endpoint_selector_handler(
+            registry, index, router, relisting
+        ),
         namespaces=namespaces,
         on_signal=on_signal,
     )

@@ -1,0 +1,190 @@
+"""Objects deleted while nobody watched: one re-listing check for every kind the operator holds.
+
+A watch that expired (410 Gone: the API server compacted the history it would resume from) is
+followed by a new listing. Kopf, and :mod:`.list_watch` following Kopf's conventions, deliver
+that listing as events of type ``None`` and go on watching; an object deleted in between gets
+no ``DELETED`` event, the listing simply leaves it out. Held on to, it would stay in an index
+(and in the slices, or an import, made from it) forever.
+
+:class:`Relisting` (one per kind) finds such objects from the events alone:
+
+* a listing event (type ``None``) starts a re-listing, unless one runs (the caller arms it once
+  its first listing is in: :attr:`Relisting.armed`); :meth:`Relisting.begin` starts one without
+  an object, for a caller that knows a listing began (a list-watch's ``on_listing``), or that
+  objects may be missing (the EndpointSelector count, :mod:`.owners.endpoint_selector_prune`);
+* every event during a re-listing marks its object delivered. A listing event for an object the
+  current listing already delivered means a newer listing began (Kopf lists again after each
+  410, so a second re-listing may begin during the first): what only the older listing showed
+  counts as not delivered, so an object deleted between the two is not taken for present;
+* once no listing event came for :data:`RELIST_QUIET_PERIOD` seconds (the loop's clock), each
+  held object the latest listing did not deliver is asked for (a GET, with the API client's
+  timeout). Only an answer that the object is gone forgets it: a 404, or an object under that
+  name with another UID (deleted and created again: the held one is gone). Any other failure
+  keeps it (logged at INFO; a later event or re-listing will tell), as does a listing that was
+  cut short: an object still there is answered for;
+* an object is forgotten through the caller's ``forget`` callback, as its ``DELETED`` event
+  would have been, only if the caller still holds it under the UID it had when it was checked
+  (not if an event meanwhile brought its successor, or its deletion);
+* :attr:`Relisting.checked` and :attr:`Relisting.forgotten` count, and one INFO line per
+  re-listing says how many objects were not delivered and how many were gone.
+
+Asking for an object that turns out to be there costs a read and nothing else, so an early,
+spurious or overlapping re-listing never loses data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+
+from kubernetes_asyncio.client import ApiClient
+
+from endpointslice_operator.controller.api_client import DEFAULT_API_TIMEOUT
+from endpointslice_operator.controller.direct_requests import path_segment
+from endpointslice_operator.controller.writer import get_unless_missing
+
+__all__ = ["RELIST_QUIET_PERIOD", "Key", "Relisting", "object_path"]
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]
+"""``(namespace, name)``; the namespace is empty for a cluster-scoped object."""
+
+RELIST_QUIET_PERIOD = 2.0
+"""A re-listing counts as complete once no listing event of its kind has come for this long."""
+
+
+def object_path(api: str, plural: str, key: Key) -> str:
+    """The path of one object: ``api`` is ``/api/v1`` or ``/apis/<group>/<version>``."""
+    namespace, name = key
+    scope = f"/namespaces/{path_segment(namespace)}" if namespace else ""
+    return f"{api}{scope}/{plural}/{path_segment(name)}"
+
+
+class Relisting:
+    """Re-listings of one kind (``plural`` under ``api``), and the check of what they left out.
+
+    ``held()`` gives the keys the caller holds; ``uid_of(key)`` the UID it holds under a key
+    (``""`` when unknown, None when no longer held); ``forget(key)`` handles a held object
+    confirmed gone as its ``DELETED`` event would.
+    """
+
+    def __init__(
+        self,
+        api_client: ApiClient,
+        api: str,
+        plural: str,
+        *,
+        held: Callable[[], Iterable[Key]],
+        uid_of: Callable[[Key], str | None],
+        forget: Callable[[Key], None],
+        quiet: float = RELIST_QUIET_PERIOD,
+        armed: bool = True,
+    ) -> None:
+        self.api_client = api_client
+        self.api = api
+        self.plural = plural
+        self.held = held
+        self.uid_of = uid_of
+        self.forget = forget
+        self.quiet = quiet
+        self.armed = armed
+        """Whether a listing event starts a re-listing (off until the caller's first listing
+        is in: that one is no re-listing)."""
+        self.timeout = float(getattr(api_client, "api_timeout", DEFAULT_API_TIMEOUT))
+        self.checked = 0
+        """Objects asked for, over every re-listing."""
+        self.forgotten = 0
+        """Objects forgotten as gone, over every re-listing."""
+        self._listed: dict[Key, int] | None = None
+        """Per object, the number of the listing that last delivered it (or of the listing
+        current when another event did); None while no re-listing runs."""
+        self._generation = 0
+        self._last = 0.0
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def running(self) -> bool:
+        """Whether a re-listing is in progress (not yet quiet)."""
+        return self._listed is not None
+
+    def note(self, event_type: str | None, key: Key) -> None:
+        """An event of this kind: a listing event (type None) starts a re-listing, or a newer
+        listing within one; while one runs, every event's object counts as delivered."""
+        if event_type is None:
+            if self._listed is None:
+                if not self.armed:
+                    return
+                self._start()
+            elif self._listed.get(key) == self._generation:
+                self._newer_listing()
+            self._last = asyncio.get_running_loop().time()
+        if self._listed is not None:
+            self._listed[key] = self._generation
+
+    def begin(self) -> None:
+        """A listing began (or objects may be missing): a re-listing with nothing delivered
+        yet, or a newer listing within the one in progress."""
+        if self._listed is None:
+            self._start()
+        else:
+            self._newer_listing()
+        self._last = asyncio.get_running_loop().time()
+
+    def _start(self) -> None:
+        self._listed = {}
+        self._generation = 0
+        log.info("%s are listed again; will check what the listing leaves out", self.plural)
+        task = asyncio.create_task(self._finish(), name=f"relist-{self.plural}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _newer_listing(self) -> None:
+        self._generation += 1
+
+    async def _finish(self) -> None:
+        loop = asyncio.get_running_loop()
+        while (wait := self._last + self.quiet - loop.time()) > 0:
+            await asyncio.sleep(wait)
+        listed, generation = self._listed or {}, self._generation
+        self._listed = None
+        suspects: list[tuple[Key, str]] = []
+        for key in self.held():
+            uid = self.uid_of(key)
+            if uid is not None and listed.get(key, -1) < generation:
+                suspects.append((key, uid))
+        gone = 0
+        for key, uid in sorted(suspects):
+            self.checked += 1
+            if await self._gone(key, uid) and self.uid_of(key) == uid:
+                self.forget(key)
+                gone += 1
+        self.forgotten += gone
+        log.info(
+            "re-list of %s: %d object(s) not listed, %d confirmed gone",
+            self.plural,
+            len(suspects),
+            gone,
+        )
+
+    async def _gone(self, key: Key, uid: str) -> bool:
+        """Whether the API server no longer has the object held under ``key`` with ``uid``."""
+        try:
+            async with asyncio.timeout(self.timeout):
+                found = await get_unless_missing(
+                    self.api_client, object_path(self.api, self.plural, key)
+                )
+        except Exception as exc:  # keep it: a later event or re-listing will tell
+            log.info("could not check %s %s/%s: %s", self.plural, *key, exc)
+            return False
+        if found is None:
+            return True
+        metadata = found.get("metadata")
+        answered = str(metadata.get("uid") or "") if isinstance(metadata, dict) else ""
+        return bool(uid and answered and answered != uid)
+
+    def cancel(self) -> None:
+        """Stop every check in progress (the caller's watches end)."""
+        for task in list(self._tasks):
+            task.cancel()
