@@ -136,6 +136,15 @@ RESOURCES: tuple[ResourceInfo, ...] = (
         "endpointslice-operator.io", "v1alpha1", "endpointselectors", "endpointselector",
         "EndpointSelector", True, subresources=("status",),
     ),
+    # The Multi-Cluster Services API's CRDs (sigs.k8s.io/mcs-api): unserved until installed.
+    ResourceInfo(
+        "multicluster.x-k8s.io", "v1beta1", "serviceexports", "serviceexport", "ServiceExport",
+        True, subresources=("status",),
+    ),
+    ResourceInfo(
+        "multicluster.x-k8s.io", "v1beta1", "serviceimports", "serviceimport", "ServiceImport",
+        True, subresources=("status",),
+    ),
     ResourceInfo(
         "resource.k8s.io", "v1", "resourceclaims", "resourceclaim", "ResourceClaim", True,
         subresources=("status",), reset_status_on_create=True,
@@ -143,7 +152,7 @@ RESOURCES: tuple[ResourceInfo, ...] = (
 )  # fmt: skip
 
 
-UNSERVED_BY_DEFAULT = ("endpointslice-operator.io",)
+UNSERVED_BY_DEFAULT = ("endpointslice-operator.io", "multicluster.x-k8s.io")
 """Groups of custom resources: served only once installed, as a CRD is (a test discards the
 group from ``registry.unserved``)."""
 

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
 import pytest
+from kubernetes_asyncio.config import new_client_from_config
 
 from endpointslice_operator.controller.handlers import EventRouter
 from endpointslice_operator.controller.indexes import Indexes
 from endpointslice_operator.controller.owners import tracker_for_owners
 from endpointslice_operator.controller.queue import ServiceQueue
+from endpointslice_operator.controller.relist import RELIST_QUIET_PERIOD
 from endpointslice_operator.reconciler.topology import TopologyCache
 from endpointslice_operator.reconciler.tracker import EndpointSliceTracker
+from endpointslice_operator.testing import run_emulator
+from tests.e2e.harness import NS, cluster
+from tests.e2e.harness import pod as e2e_pod
 
 ENABLED = "endpointslice-operator.io/enabled"
 SELECTOR = "endpointslice-operator.io/selector"
@@ -223,32 +229,57 @@ async def test_malformed_events_are_ignored(h: Harness) -> None:
     assert h.queued() == set()
 
 
-async def test_relists_report_what_the_latest_listing_left_out(h: Harness) -> None:
-    started: list[str] = []
-    h.router.on_relist = started.append
-    for name in ("p1", "p2", "p3"):
-        h.router.on_pod(None, pod(name, {"app": "web"}, "1"))
-    h.router.relist_tracking = True  # the initial listing is in
-    # Listing 1 shows p1 and p2 (p3 went away unseen).
-    h.router.on_pod(None, pod("p1", {"app": "web"}, "1"))
-    h.router.on_pod(None, pod("p2", {"app": "web"}, "1"))
-    assert started == ["pods"]
-    # Listing 2 starts before the first is verified: p2 is gone by then, p4 is new.
-    h.router.on_pod(None, pod("p1", {"app": "web"}, "1"))
-    h.router.on_pod(None, pod("p4", {"app": "web"}, "1"))
-    # A watch event after the listing counts as seen too.
-    h.router.on_pod("ADDED", pod("p5", {"app": "web"}, "1"))
-    suspects = h.router.finish_relist("pods")
-    assert sorted(name for _, name, _ in suspects) == ["p2", "p3"]
-    assert started == ["pods"]
-    # forget() acts only on the entry it was given
-    by_name = {name: entry for _, name, entry in suspects}
-    h.router.on_pod("MODIFIED", pod("p2", {"app": "web"}, "2"))  # p2 came back meanwhile
-    h.router.forget("pods", "ns", "p2", by_name["p2"])
-    h.router.forget("pods", "ns", "p3", by_name["p3"])
-    assert h.indexes.pods.get("ns", "p2") is not None
-    assert h.indexes.pods.get("ns", "p3") is None
-    assert h.router.finish_relist("pods") == []
+@pytest.mark.looptime
+async def test_relists_forget_what_the_latest_listing_left_out_and_the_server_lost(
+    h: Harness,
+) -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        stored = {name: e2e_pod(emu, name, "10.1.0.1") for name in ("p1", "p2", "p3", "p6")}
+        for obj in stored.values():
+            h.router.on_pod(None, obj)
+        for obj in emu.store.list("nodes"):
+            h.router.on_node(None, obj)
+        h.router.listing_began("pods")  # no re-listing before tracking starts
+        h.router.on_pod(None, stored["p1"])
+        api_client = await new_client_from_config(config_file=str(emu.kubeconfig_path))
+        try:
+            h.router.track_relists(api_client)  # the initial listings are in
+            assert set(h.router.relistings) == {
+                "services",
+                "pods",
+                "nodes",
+                "endpoints",
+                "endpointslices",
+            }
+            for name in ("p2", "p3"):
+                emu.store.delete("pods", NS, name)
+            # Listing 1 shows p1 and p2 (p3 went away unseen).
+            h.router.on_pod(None, stored["p1"])
+            h.router.on_pod(None, stored["p2"])
+            assert h.router.relistings["pods"].running
+            # Listing 2 starts before the first is verified: p2 is gone by then, p4 is new.
+            h.router.on_pod(None, stored["p1"])
+            p4 = e2e_pod(emu, "p4", "10.1.0.4")
+            h.router.on_pod(None, p4)
+            # A watch event after the listing counts as delivered too.
+            p5 = e2e_pod(emu, "p5", "10.1.0.5")
+            h.router.on_pod("ADDED", p5)
+            # p6 was not delivered but is still there: kept.
+            # A node deleted unseen: the list-watch's next listing delivers nothing.
+            emu.store.delete("nodes", "", "node-b")
+            h.router.listing_began("nodes")
+            await asyncio.sleep(2 * RELIST_QUIET_PERIOD)
+            assert sorted(name for _, name in h.indexes.pods.names()) == ["p1", "p4", "p5", "p6"]
+            assert (h.router.relistings["pods"].checked, h.router.relistings["pods"].forgotten) == (
+                3,
+                2,
+            )
+            assert h.indexes.nodes.get("node-b") is None
+            assert h.indexes.nodes.get("node-a") is not None
+            h.router.cancel_relists()
+        finally:
+            await api_client.close()
 
 
 async def test_a_recreated_pod_survives_late_events_of_its_predecessor(h: Harness) -> None:

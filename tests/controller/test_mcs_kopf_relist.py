@@ -1,58 +1,84 @@
-"""Kopf's re-listing of this cluster's ServiceExports: what it left out is asked for, and only a
-404 drops it from the multi-cluster cache (virtual time: looptime)."""
+"""Kopf's re-listing of this cluster's ServiceExports and ServiceImports: what it left out is
+asked for (over HTTP, the emulator serving the MCS API), and only an answer that it is gone
+drops it from the multi-cluster cache (virtual time: looptime)."""
 
 from __future__ import annotations
 
 import asyncio
 
 import pytest
+from kubernetes_asyncio.config import new_client_from_config
 
 from endpointslice_operator.controller.mcs.cache import Key, LocalCache
-from endpointslice_operator.controller.mcs.kopf_handlers import RELIST_QUIET_PERIOD, Relisting
+from endpointslice_operator.controller.mcs.kopf_handlers import GROUP, relistings_of
+from endpointslice_operator.controller.relist import RELIST_QUIET_PERIOD
+from endpointslice_operator.testing import Emulator, run_emulator
 
 pytestmark = pytest.mark.looptime
 
+NS = "ns"
 
-def export(name: str) -> dict[str, object]:
-    return {"metadata": {"namespace": "ns", "name": name, "resourceVersion": "1"}}
+
+def create(emu: Emulator, kind: str, name: str) -> dict[str, object]:
+    obj = emu.store.create(
+        {
+            "apiVersion": f"{GROUP}/v1beta1",
+            "kind": kind,
+            "metadata": {"namespace": NS, "name": name},
+            "spec": {},
+        }
+    )
+    return dict(obj)
 
 
 async def test_a_relisting_forgets_only_what_the_server_says_is_gone() -> None:
-    changed: list[Key] = []
-    cache = LocalCache(changed.append, "ours")
-    for name in ("kept", "gone", "unanswered"):
-        cache.handler("serviceexports")("ADDED", export(name))
-    asked: list[Key] = []
-
-    async def exists(kind: str, key: Key) -> bool:
-        assert kind == "serviceexports"
-        asked.append(key)
-        return key[1] != "gone"  # "unanswered": a failed check counts as there
-
-    relisting = Relisting("serviceexports", cache, exists)
-    changed.clear()
-    relisting.note(None, ("ns", "kept"))  # a listing event: the re-listing starts
-    await asyncio.sleep(RELIST_QUIET_PERIOD / 2)
-    relisting.note("ADDED", ("ns", "new"))  # delivered while it runs: not asked for
-    await asyncio.sleep(RELIST_QUIET_PERIOD / 2)
-    assert asked == []  # not quiet long enough yet
-    await asyncio.sleep(RELIST_QUIET_PERIOD)
-    assert sorted(asked) == [("ns", "gone"), ("ns", "unanswered")]
-    assert set(cache.exports) == {("ns", "kept"), ("ns", "unanswered")}
-    assert changed == [("ns", "gone")]
-    assert (relisting.checked, relisting.forgotten, relisting.seen) == (2, 1, None)
+    async with run_emulator() as emu:
+        emu.store.registry.unserved.discard(GROUP)
+        emu.store.create_namespace(NS)
+        changed: list[Key] = []
+        cache = LocalCache(changed.append, "ours")
+        for name in ("kept", "gone", "still-there", "recreated"):
+            cache.handler("serviceexports")("ADDED", create(emu, "ServiceExport", name))
+        cache.handler("serviceimports")("ADDED", create(emu, "ServiceImport", "import"))
+        emu.store.delete("serviceexports", NS, "gone")
+        emu.store.delete("serviceexports", NS, "recreated")
+        create(emu, "ServiceExport", "recreated")  # another object under the name
+        api_client = await new_client_from_config(config_file=str(emu.kubeconfig_path))
+        try:
+            relistings = relistings_of(api_client, cache)
+            exports = relistings["serviceexports"]
+            changed.clear()
+            exports.note(None, (NS, "kept"))  # Kopf lists again: the re-listing starts
+            await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
+            assert set(cache.exports) == {(NS, "kept"), (NS, "still-there")}
+            assert sorted(changed) == [(NS, "gone"), (NS, "recreated")]
+            assert (exports.checked, exports.forgotten) == (3, 2)
+            # ServiceImports have a re-listing of their own: nothing started there.
+            assert relistings["serviceimports"].checked == 0
+            assert set(cache.imports) == {(NS, "import")}
+            emu.store.delete("serviceimports", NS, "import")
+            relistings["serviceimports"].begin()
+            await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
+            assert cache.imports == {}
+        finally:
+            await api_client.close()
 
 
 async def test_events_outside_a_relisting_start_nothing() -> None:
-    cache = LocalCache(lambda _key: None, "ours")
-    cache.handler("serviceexports")("ADDED", export("a"))
-
-    async def exists(kind: str, key: Key) -> bool:
-        raise AssertionError("nothing to check")
-
-    relisting = Relisting("serviceexports", cache, exists)
-    relisting.note("MODIFIED", ("ns", "a"))
-    relisting.note("DELETED", ("ns", "b"))
-    assert relisting.task is None and relisting.seen is None
-    await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
-    assert set(cache.exports) == {("ns", "a")}
+    async with run_emulator() as emu:
+        emu.store.registry.unserved.discard(GROUP)
+        emu.store.create_namespace(NS)
+        cache = LocalCache(lambda _key: None, "ours")
+        cache.handler("serviceexports")("ADDED", create(emu, "ServiceExport", "a"))
+        emu.store.delete("serviceexports", NS, "a")
+        api_client = await new_client_from_config(config_file=str(emu.kubeconfig_path))
+        try:
+            exports = relistings_of(api_client, cache)["serviceexports"]
+            exports.note("MODIFIED", (NS, "a"))
+            exports.note("DELETED", (NS, "b"))
+            assert not exports.running
+            await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
+            assert set(cache.exports) == {(NS, "a")}
+            assert emu.requests.count(verb="get", resource="serviceexports") == 0
+        finally:
+            await api_client.close()

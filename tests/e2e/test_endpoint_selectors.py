@@ -10,6 +10,7 @@ import pytest
 
 from endpointslice_operator.controller.owners.endpoint_selector_prune import PRUNE_INTERVAL
 from endpointslice_operator.controller.owners.endpoint_selector_status import STATUS_INTERVAL
+from endpointslice_operator.controller.relist import RELIST_QUIET_PERIOD
 from endpointslice_operator.testing import run_emulator
 from endpointslice_operator.testing.faults import LATENCY
 from tests.e2e.harness import (
@@ -401,6 +402,24 @@ async def test_a_refused_count_write_is_tried_again_at_the_next_round() -> None:
             )
 
 
+async def _miss_a_deletion(emu: Any, names: tuple[str, ...]) -> None:
+    """Kopf's watch of EndpointSelectors ends, its resumption is slow to reach the server while
+    ``names`` are deleted (their slices orphaned, so that only the operator would remove them),
+    and the history is compacted: the resumption gets 410 Expired, Kopf lists again, and the
+    listing merely leaves the objects out (no DELETED event)."""
+    emu.faults.fault_verbs = {"watch"}
+    emu.faults.fault_resources = {"endpointselectors"}
+    emu.faults.latency = 30.0
+    held = emu.faults_injected[LATENCY]
+    emu.store.close_watchers("endpointselectors")
+    await eventually(lambda: emu.faults_injected[LATENCY] > held)
+    emu.faults.latency = 0.0
+    for name in names:
+        emu.store.delete("endpointselectors", NS, name, propagation_policy="Orphan")
+        await eventually(lambda n=name: emu.store.get("endpointselectors", NS, n) is None)
+    emu.store.compact("endpointselectors")
+
+
 @pytest.mark.looptime
 async def test_a_deletion_missed_while_the_watch_had_expired_is_found() -> None:
     async with run_emulator() as emu:
@@ -414,31 +433,42 @@ async def test_a_deletion_missed_while_the_watch_had_expired_is_found() -> None:
             assert index is not None
             for name in ("kept", "gone"):
                 await eventually(lambda n=name: selector_addresses(emu, n) == {"10.1.0.1"})
-            # While nothing is missed, a comparison costs one list of one item a round.
+            # While nothing is missed, the safety net costs one list of one item a round.
             lists = emu.requests.count(verb="list", resource="endpointselectors")
             await asyncio.sleep(2 * PRUNE_INTERVAL)
             assert emu.requests.count(verb="list", resource="endpointselectors") - lists == 2
-            # Kopf's watch ends, and its resumption is slow to reach the server...
-            emu.faults.fault_verbs = {"watch"}
-            emu.faults.fault_resources = {"endpointselectors"}
-            emu.faults.latency = 30.0
-            held = emu.faults_injected[LATENCY]
-            emu.store.close_watchers("endpointselectors")
-            await eventually(lambda: emu.faults_injected[LATENCY] > held)
-            emu.faults.latency = 0.0
-            # ... while the EndpointSelector is deleted (its slices orphaned, so that only the
-            # operator would remove them)...
-            emu.store.delete("endpointselectors", NS, "gone", propagation_policy="Orphan")
-            await eventually(lambda: emu.store.get("endpointselectors", NS, "gone") is None)
-            # ... and the history is compacted: the resumption gets 410 Expired, Kopf lists
-            # again, and the listing merely leaves the object out (no DELETED event).
-            emu.store.compact("endpointselectors")
-            await asyncio.sleep(35)
-            assert selector_slices(emu, "gone") != []  # Kopf alone would keep them forever
-            await eventually(lambda: selector_slices(emu, "gone") == [], timeout=2 * PRUNE_INTERVAL)
+            gets = emu.requests.count(verb="get", resource="endpointselectors")
+            started = asyncio.get_running_loop().time()
+            await _miss_a_deletion(emu, ("gone",))
+            # Kopf's re-listing delivers "kept" only: "gone" is asked for once the re-listing is
+            # quiet, well before the next count (Kopf alone would keep it forever).
+            await eventually(lambda: selector_slices(emu, "gone") == [], timeout=PRUNE_INTERVAL)
+            # The resumption's 30 s, then the quiet period (the next count is 60 s away).
+            assert asyncio.get_running_loop().time() - started < 30 + RELIST_QUIET_PERIOD + 5
+            assert emu.requests.count(verb="get", resource="endpointselectors") - gets == 1
             assert index.get(f"endpointselector:{NS}/gone") is None
             assert index.get(f"endpointselector:{NS}/kept") is not None
             assert selector_addresses(emu, "kept") == {"10.1.0.1"}
+
+
+@pytest.mark.looptime
+async def test_the_last_endpoint_selector_deleted_unseen_is_found_by_the_count() -> None:
+    # A re-listing that delivers nothing shows Kopf's handlers no event at all: the periodic
+    # count is what finds the EndpointSelector gone.
+    async with run_emulator() as emu:
+        cluster(emu)
+        install_crd(emu)
+        pod(emu, "web-0", "10.1.0.1")
+        endpoint_selector(emu, "gone", match_labels={"app": "web"})
+        async with running_operator(emu) as op:
+            index = op.endpoint_selectors
+            assert index is not None
+            await eventually(lambda: selector_addresses(emu, "gone") == {"10.1.0.1"})
+            await _miss_a_deletion(emu, ("gone",))
+            await asyncio.sleep(35)  # Kopf has listed again: nothing
+            assert selector_slices(emu, "gone") != []
+            await eventually(lambda: selector_slices(emu, "gone") == [], timeout=2 * PRUNE_INTERVAL)
+            assert index.get(f"endpointselector:{NS}/gone") is None
 
 
 async def test_restart_with_nothing_changed_writes_nothing() -> None:
