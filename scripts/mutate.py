@@ -154,6 +154,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/controller/test_mcs_cache.py",
         "tests/controller/test_mcs_kopf_relist.py",
     ),
+    "endpointslice_operator/controller/relist.py": ("tests/controller/test_relist.py",),
     "endpointslice_operator/view/watch.py": (
         "tests/view/test_watch_feed.py",
         "tests/view/test_watch.py",

@@ -97,10 +97,11 @@ class Relisting:
         """Objects asked for, over every re-listing."""
         self.forgotten = 0
         """Objects forgotten as gone, over every re-listing."""
-        self._listed: dict[Key, int] | None = None
-        """Per object, the number of the listing that last delivered it (or of the listing
+        self._listed: dict[Key, object] | None = None
+        """Per object, the token of the listing that last delivered it (or of the listing
         current when another event did); None while no re-listing runs."""
-        self._generation = 0
+        self._generation = object()
+        """The token of the latest listing."""
         self._last = 0.0
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -117,7 +118,7 @@ class Relisting:
                 if not self.armed:
                     return
                 self._start()
-            elif self._listed.get(key) == self._generation:
+            elif self._listed.get(key) is self._generation:
                 self._newer_listing()
             self._last = asyncio.get_running_loop().time()
         if self._listed is not None:
@@ -134,14 +135,13 @@ class Relisting:
 
     def _start(self) -> None:
         self._listed = {}
-        self._generation = 0
         log.info("%s are listed again; will check what the listing leaves out", self.plural)
         task = asyncio.create_task(self._finish(), name=f"relist-{self.plural}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     def _newer_listing(self) -> None:
-        self._generation += 1
+        self._generation = object()
 
     async def _finish(self) -> None:
         loop = asyncio.get_running_loop()
@@ -152,7 +152,7 @@ class Relisting:
         suspects: list[tuple[Key, str]] = []
         for key in self.held():
             uid = self.uid_of(key)
-            if uid is not None and listed.get(key, -1) < generation:
+            if uid is not None and listed.get(key) is not generation:
                 suspects.append((key, uid))
         gone = 0
         for key, uid in sorted(suspects):

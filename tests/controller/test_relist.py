@@ -110,6 +110,17 @@ async def test_only_listing_events_hold_the_check_back() -> None:
             assert relisting.checked == 2  # neither a nor b came in the latest listing
             assert held.forgotten == [(NS, "a")]
             assert now() - start < 13.5
+            # A listing event just before the quiet period ends moves the check as well.
+            start = now()
+            relisting.note(None, (NS, "x"))
+            await asyncio.sleep(0.5)
+            relisting.note(None, (NS, "y"))
+            await asyncio.sleep(5.2)
+            assert relisting.checked == 2
+            await asyncio.sleep(0.5)
+            assert relisting.checked == 3  # b, not delivered, asked for (and kept)
+            assert held.forgotten == [(NS, "a")]
+            assert now() - start < 6.5
 
 
 async def test_an_object_still_there_but_not_delivered_is_kept() -> None:
