@@ -155,6 +155,9 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/controller/test_mcs_kopf_relist.py",
     ),
     "endpointslice_operator/controller/relist.py": ("tests/controller/test_relist.py",),
+    "endpointslice_operator/controller/mcs/kopf_handlers.py": (
+        "tests/controller/test_mcs_kopf_relist.py",
+    ),
     "endpointslice_operator/view/watch.py": (
         "tests/view/test_watch_feed.py",
         "tests/view/test_watch.py",

@@ -5,14 +5,23 @@ drops it from the multi-cluster cache (virtual time: looptime)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 from kubernetes_asyncio.config import new_client_from_config
 
+from endpointslice_operator.controller.api_client import OperatorApiClient
+from endpointslice_operator.controller.kopf_wiring import load_client_configuration
 from endpointslice_operator.controller.mcs.cache import Key, LocalCache
-from endpointslice_operator.controller.mcs.kopf_handlers import GROUP, relistings_of
+from endpointslice_operator.controller.mcs.kopf_handlers import (
+    GROUP,
+    relistings_of,
+    serve_exports_and_imports,
+)
 from endpointslice_operator.controller.relist import RELIST_QUIET_PERIOD
 from endpointslice_operator.testing import Emulator, run_emulator
+from endpointslice_operator.testing.faults import LATENCY
+from tests.e2e.harness import eventually, settings
 
 pytestmark = pytest.mark.looptime
 
@@ -82,3 +91,49 @@ async def test_events_outside_a_relisting_start_nothing() -> None:
             assert emu.requests.count(verb="get", resource="serviceexports") == 0
         finally:
             await api_client.close()
+
+
+async def test_kopf_relisting_after_410_drops_the_export_deleted_meanwhile() -> None:
+    async with run_emulator() as emu:
+        emu.store.registry.unserved.discard(GROUP)
+        emu.store.create_namespace(NS)
+        for name in ("kept", "gone"):
+            create(emu, "ServiceExport", name)
+        create(emu, "ServiceImport", "import")
+        changed: list[Key] = []
+        cache = LocalCache(changed.append, "ours")
+        configuration = await load_client_configuration(settings(emu))
+        async with OperatorApiClient(configuration) as api_client:
+            serving = asyncio.create_task(
+                serve_exports_and_imports(api_client, configuration, cache, namespaces=[NS])
+            )
+            try:
+                await eventually(
+                    lambda: emu.requests.count(verb="watch", resource="serviceexports") > 0
+                )
+                assert set(cache.exports) == {(NS, "kept"), (NS, "gone")}
+                assert set(cache.imports) == {(NS, "import")}
+                # Kopf's handlers see events (malformed ones are skipped).
+                create(emu, "ServiceExport", "new")
+                await eventually(lambda: (NS, "new") in cache.exports)
+                # Kopf's watch ends, its resumption is slow to reach the server while "gone" is
+                # deleted, and the history is compacted: Kopf gets 410 and lists again.
+                emu.faults.fault_verbs = {"watch"}
+                emu.faults.fault_resources = {"serviceexports"}
+                emu.faults.latency = 30.0
+                held = emu.faults_injected[LATENCY]
+                emu.store.close_watchers("serviceexports")
+                await eventually(lambda: emu.faults_injected[LATENCY] > held)
+                emu.faults.latency = 0.0
+                emu.store.delete("serviceexports", NS, "gone")
+                emu.store.compact("serviceexports")
+                changed.clear()
+                await eventually(lambda: (NS, "gone") not in cache.exports, timeout=60)
+                assert set(cache.exports) == {(NS, "kept"), (NS, "new")}
+                assert (NS, "gone") in changed
+                assert emu.requests.count(verb="get", resource="serviceexports") == 1
+                assert set(cache.imports) == {(NS, "import")}
+            finally:
+                serving.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await serving
