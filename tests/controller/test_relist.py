@@ -59,6 +59,19 @@ async def client(emu: Emulator, api_timeout: float = 10.0) -> AsyncIterator[Oper
         yield api_client
 
 
+@contextlib.asynccontextmanager
+async def relisting_over_http(
+    *names: str, faults: FaultConfig | None = None, api_timeout: float = 10.0, **kwargs: object
+) -> AsyncIterator[tuple[Emulator, Held, Relisting]]:
+    """An emulator holding the pods ``names`` in NS, held by a caller, and that caller's
+    Relisting of pods over HTTP."""
+    async with run_emulator(faults=faults) as emu:
+        emu.store.create_namespace(NS)
+        held = Held(emu, *names)
+        async with client(emu, api_timeout) as api_client:
+            yield emu, held, held.relisting(api_client, **kwargs)
+
+
 def gets(emu: Emulator) -> int:
     return emu.requests.count(verb="get", resource="pods")
 
@@ -68,72 +81,60 @@ def now() -> float:
 
 
 async def test_a_deletion_the_relisting_missed_is_forgotten_and_only_that() -> None:
-    async with run_emulator() as emu:
-        emu.store.create_namespace(NS)
-        held = Held(emu, "kept", "gone", "there")
-        async with client(emu) as api_client:
-            relisting = held.relisting(api_client)
-            emu.store.delete("pods", NS, "gone")
-            relisting.note(None, (NS, "kept"))  # the re-listing begins
-            assert relisting.running
-            await asyncio.sleep(RELIST_QUIET_PERIOD / 2)
-            relisting.note("ADDED", (NS, "there"))  # delivered while it runs: not asked for
-            await asyncio.sleep(RELIST_QUIET_PERIOD / 2 - 0.1)
-            assert held.forgotten == []  # not quiet long enough yet
-            assert gets(emu) == 0
-            await asyncio.sleep(0.2)  # quiet since the listing event (ADDED does not count)
-            assert not relisting.running
-            assert held.forgotten == [(NS, "gone")]
-            assert gets(emu) == 1
-            assert (relisting.checked, relisting.forgotten) == (1, 1)
-            assert set(held.uids) == {(NS, "kept"), (NS, "there")}
+    async with relisting_over_http("kept", "gone", "there") as (emu, held, relisting):
+        emu.store.delete("pods", NS, "gone")
+        relisting.note(None, (NS, "kept"))  # the re-listing begins
+        assert relisting.running
+        await asyncio.sleep(RELIST_QUIET_PERIOD / 2)
+        relisting.note("ADDED", (NS, "there"))  # delivered while it runs: not asked for
+        await asyncio.sleep(RELIST_QUIET_PERIOD / 2 - 0.1)
+        assert held.forgotten == []  # not quiet long enough yet
+        assert gets(emu) == 0
+        await asyncio.sleep(0.2)  # quiet since the listing event (ADDED does not count)
+        assert not relisting.running
+        assert held.forgotten == [(NS, "gone")]
+        assert gets(emu) == 1
+        assert (relisting.checked, relisting.forgotten) == (1, 1)
+        assert set(held.uids) == {(NS, "kept"), (NS, "there")}
 
 
 async def test_only_listing_events_hold_the_check_back() -> None:
-    async with run_emulator() as emu:
-        emu.store.create_namespace(NS)
-        held = Held(emu, "a", "b")
-        async with client(emu) as api_client:
-            relisting = held.relisting(api_client, quiet=5.0)
-            start = now()
-            relisting.note(None, (NS, "a"))
-            await asyncio.sleep(3.0)
-            relisting.note(None, (NS, "b"))  # a later page of the same listing
-            for _ in range(10):  # watch events keep coming: they do not postpone the check
-                await asyncio.sleep(0.5)
-                relisting.note("MODIFIED", (NS, "a"))
-            emu.store.delete("pods", NS, "a")
-            relisting.begin()  # a second listing begins, with nothing delivered yet
-            await asyncio.sleep(4.9)
-            assert relisting.checked == 0
-            await asyncio.sleep(0.2)
-            assert relisting.checked == 2  # neither a nor b came in the latest listing
-            assert held.forgotten == [(NS, "a")]
-            assert now() - start < 13.5
-            # A listing event just before the quiet period ends moves the check as well.
-            start = now()
-            relisting.note(None, (NS, "x"))
+    async with relisting_over_http("a", "b", quiet=5.0) as (emu, held, relisting):
+        start = now()
+        relisting.note(None, (NS, "a"))
+        await asyncio.sleep(3.0)
+        relisting.note(None, (NS, "b"))  # a later page of the same listing
+        for _ in range(10):  # watch events keep coming: they do not postpone the check
             await asyncio.sleep(0.5)
-            relisting.note(None, (NS, "y"))
-            await asyncio.sleep(4.7)  # 5.2 s after the first listing event, 4.7 after the last
-            assert relisting.checked == 2
-            await asyncio.sleep(0.5)
-            assert relisting.checked == 3  # b, not delivered, asked for (and kept)
-            assert held.forgotten == [(NS, "a")]
-            assert now() - start < 6.5
+            relisting.note("MODIFIED", (NS, "a"))
+        emu.store.delete("pods", NS, "a")
+        relisting.begin()  # a second listing begins, with nothing delivered yet
+        await asyncio.sleep(4.9)
+        assert relisting.checked == 0
+        await asyncio.sleep(0.2)
+        assert relisting.checked == 2  # neither a nor b came in the latest listing
+        assert held.forgotten == [(NS, "a")]
+        assert now() - start < 13.5
+        # A listing event just before the quiet period ends moves the check as well.
+        start = now()
+        relisting.note(None, (NS, "x"))
+        await asyncio.sleep(0.5)
+        relisting.note(None, (NS, "y"))
+        await asyncio.sleep(4.7)  # 5.2 s after the first listing event, 4.7 after the last
+        assert relisting.checked == 2
+        await asyncio.sleep(0.5)
+        assert relisting.checked == 3  # b, not delivered, asked for (and kept)
+        assert held.forgotten == [(NS, "a")]
+        assert now() - start < 6.5
 
 
 async def test_an_object_still_there_but_not_delivered_is_kept() -> None:
-    async with run_emulator() as emu:
-        emu.store.create_namespace(NS)
-        held = Held(emu, "a", "b", "c")
-        async with client(emu) as api_client:
-            relisting = held.relisting(api_client)
-            relisting.note(None, (NS, "a"))  # the listing was cut short: b and c not delivered
-            await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
-            assert (relisting.checked, relisting.forgotten) == (2, 0)
-            assert gets(emu) == 2
-            assert held.forgotten == []
+    async with relisting_over_http("a", "b", "c") as (emu, held, relisting):
+        relisting.note(None, (NS, "a"))  # the listing was cut short: b and c not delivered
+        await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
+        assert (relisting.checked, relisting.forgotten) == (2, 0)
+        assert gets(emu) == 2
+        assert held.forgotten == []
 
 
 async def test_a_failed_or_unanswered_check_keeps_the_object(
@@ -141,122 +142,102 @@ async def test_a_failed_or_unanswered_check_keeps_the_object(
 ) -> None:
     faults = FaultConfig(fail_rate=1.0, fail_codes=(500,), fault_verbs={"get"})
     faults.fault_resources = {"pods"}
-    async with run_emulator(faults=faults) as emu:
-        emu.store.create_namespace(NS)
-        held = Held(emu, "a", "gone")
+    async with relisting_over_http("a", "gone", faults=faults, api_timeout=5.0) as (
+        emu,
+        held,
+        relisting,
+    ):
         emu.store.delete("pods", NS, "gone")
-        async with client(emu, api_timeout=5.0) as api_client:
-            relisting = held.relisting(api_client)
-            with caplog.at_level(logging.INFO, logger="endpointslice_operator.controller.relist"):
-                relisting.note(None, (NS, "a"))
-                await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
-                assert (relisting.checked, relisting.forgotten) == (1, 0)
-                assert held.forgotten == []
-                failed = [r for r in caplog.records if "could not check pods e2e/gone" in r.message]
-                assert [r.levelno for r in failed] == [logging.INFO]
-                # A server that does not answer within the API timeout: kept as well.
-                emu.faults.fail_rate = 0.0
-                emu.faults.latency = 60.0
-                start = now()
-                relisting.note(None, (NS, "a"))
-                await asyncio.sleep(RELIST_QUIET_PERIOD + 6.0)
-                assert (relisting.checked, relisting.forgotten) == (2, 0)
-                assert now() - start < RELIST_QUIET_PERIOD + 6.1
-                assert held.forgotten == []
-                # Answered at last: forgotten.
-                emu.faults.latency = 0.0
-                relisting.note(None, (NS, "a"))
-                await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
-                assert held.forgotten == [(NS, "gone")]
-
-
-async def test_an_object_created_again_under_the_name_is_another_object() -> None:
-    async with run_emulator() as emu:
-        emu.store.create_namespace(NS)
-        held = Held(emu, "a", "web-0", "unknown")
-        held.uids[(NS, "unknown")] = ""  # held without a uid: an answer is taken as it
-        async with client(emu) as api_client:
-            relisting = held.relisting(api_client)
-            emu.store.delete("pods", NS, "web-0")
-            pod(emu, "web-0", "10.1.0.2")  # the successor, under a new uid
+        with caplog.at_level(logging.INFO, logger="endpointslice_operator.controller.relist"):
             relisting.note(None, (NS, "a"))
             await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
-            assert (relisting.checked, relisting.forgotten) == (2, 1)
-            assert held.forgotten == [(NS, "web-0")]
-
-
-async def test_an_object_replaced_during_its_check_is_not_forgotten() -> None:
-    async with run_emulator() as emu:
-        emu.store.create_namespace(NS)
-        held = Held(emu, "a", "web-0", "web-1")
-        async with client(emu) as api_client:
-            relisting = held.relisting(api_client)
-            emu.store.delete("pods", NS, "web-0")
-            emu.store.delete("pods", NS, "web-1")
-            emu.faults.latency = 1.0
-            emu.faults.fault_verbs = {"get"}
-            emu.faults.fault_resources = {"pods"}
-            relisting.note(None, (NS, "a"))
-            await asyncio.sleep(RELIST_QUIET_PERIOD + 0.5)  # web-0's check is on its way
-            held.uids[(NS, "web-0")] = "the-successor"  # ... when an event brings its successor
-            del held.uids[(NS, "web-1")]  # ... and web-1's deletion event comes
-            await asyncio.sleep(3.0)
-            assert (relisting.checked, relisting.forgotten) == (2, 0)
+            assert (relisting.checked, relisting.forgotten) == (1, 0)
             assert held.forgotten == []
-            assert held.uids[(NS, "web-0")] == "the-successor"
-
-
-async def test_a_second_relisting_during_the_quiet_period_counts_only_the_latest() -> None:
-    async with run_emulator() as emu:
-        emu.store.create_namespace(NS)
-        held = Held(emu, "a", "b", "c")
-        async with client(emu) as api_client:
-            relisting = held.relisting(api_client)
-            for name in ("a", "b", "c"):  # listing 1 shows all three
-                relisting.note(None, (NS, name))
-            emu.store.delete("pods", NS, "b")  # deleted while the watch had expired again
-            await asyncio.sleep(RELIST_QUIET_PERIOD / 2)
-            relisting.note(None, (NS, "a"))  # listing 2: a, then c; b is not in it
-            relisting.note(None, (NS, "c"))
-            relisting.note("MODIFIED", (NS, "c"))  # a watch event after it
+            failed = [r for r in caplog.records if "could not check pods e2e/gone" in r.message]
+            assert [r.levelno for r in failed] == [logging.INFO]
+            # A server that does not answer within the API timeout: kept as well.
+            emu.faults.fail_rate = 0.0
+            emu.faults.latency = 60.0
+            start = now()
+            relisting.note(None, (NS, "a"))
+            await asyncio.sleep(RELIST_QUIET_PERIOD + 6.0)
+            assert (relisting.checked, relisting.forgotten) == (2, 0)
+            assert now() - start < RELIST_QUIET_PERIOD + 6.1
+            assert held.forgotten == []
+            # Answered at last: forgotten.
+            emu.faults.latency = 0.0
+            relisting.note(None, (NS, "a"))
             await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
-            assert (relisting.checked, relisting.forgotten) == (1, 1)
-            assert held.forgotten == [(NS, "b")]
-
-
-async def test_nothing_starts_without_a_listing_event_or_while_disarmed() -> None:
-    async with run_emulator() as emu:
-        emu.store.create_namespace(NS)
-        held = Held(emu, "a", "gone")
-        emu.store.delete("pods", NS, "gone")
-        async with client(emu) as api_client:
-            relisting = held.relisting(api_client, armed=False)
-            relisting.note(None, (NS, "a"))  # the first listing: no re-listing
-            relisting.note("MODIFIED", (NS, "a"))
-            relisting.note("DELETED", (NS, "b"))
-            assert not relisting.running
-            relisting.armed = True
-            relisting.note("ADDED", (NS, "a"))  # not a listing event
-            await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
-            assert relisting.checked == 0 and gets(emu) == 0
-            relisting.begin()  # told a listing began (or objects may be missing)
-            await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
-            assert (relisting.checked, relisting.forgotten) == (2, 1)
             assert held.forgotten == [(NS, "gone")]
 
 
-async def test_cancel_stops_a_check_on_its_way() -> None:
-    async with run_emulator() as emu:
-        emu.store.create_namespace(NS)
-        held = Held(emu, "gone")
+async def test_an_object_created_again_under_the_name_is_another_object() -> None:
+    async with relisting_over_http("a", "web-0", "unknown") as (emu, held, relisting):
+        held.uids[(NS, "unknown")] = ""  # held without a uid: an answer is taken as it
+        emu.store.delete("pods", NS, "web-0")
+        pod(emu, "web-0", "10.1.0.2")  # the successor, under a new uid
+        relisting.note(None, (NS, "a"))
+        await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
+        assert (relisting.checked, relisting.forgotten) == (2, 1)
+        assert held.forgotten == [(NS, "web-0")]
+
+
+async def test_an_object_replaced_during_its_check_is_not_forgotten() -> None:
+    async with relisting_over_http("a", "web-0", "web-1") as (emu, held, relisting):
+        emu.store.delete("pods", NS, "web-0")
+        emu.store.delete("pods", NS, "web-1")
+        emu.faults.latency = 1.0
+        emu.faults.fault_verbs = {"get"}
+        emu.faults.fault_resources = {"pods"}
+        relisting.note(None, (NS, "a"))
+        await asyncio.sleep(RELIST_QUIET_PERIOD + 0.5)  # web-0's check is on its way
+        held.uids[(NS, "web-0")] = "the-successor"  # ... when an event brings its successor
+        del held.uids[(NS, "web-1")]  # ... and web-1's deletion event comes
+        await asyncio.sleep(3.0)
+        assert (relisting.checked, relisting.forgotten) == (2, 0)
+        assert held.forgotten == []
+        assert held.uids[(NS, "web-0")] == "the-successor"
+
+
+async def test_a_second_relisting_during_the_quiet_period_counts_only_the_latest() -> None:
+    async with relisting_over_http("a", "b", "c") as (emu, held, relisting):
+        for name in ("a", "b", "c"):  # listing 1 shows all three
+            relisting.note(None, (NS, name))
+        emu.store.delete("pods", NS, "b")  # deleted while the watch had expired again
+        await asyncio.sleep(RELIST_QUIET_PERIOD / 2)
+        relisting.note(None, (NS, "a"))  # listing 2: a, then c; b is not in it
+        relisting.note(None, (NS, "c"))
+        relisting.note("MODIFIED", (NS, "c"))  # a watch event after it
+        await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
+        assert (relisting.checked, relisting.forgotten) == (1, 1)
+        assert held.forgotten == [(NS, "b")]
+
+
+async def test_nothing_starts_without_a_listing_event_or_while_disarmed() -> None:
+    async with relisting_over_http("a", "gone", armed=False) as (emu, held, relisting):
         emu.store.delete("pods", NS, "gone")
-        async with client(emu) as api_client:
-            relisting = held.relisting(api_client)
-            relisting.begin()
-            await asyncio.sleep(RELIST_QUIET_PERIOD / 2)
-            relisting.cancel()
-            await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
-            assert relisting.checked == 0 and held.forgotten == []
+        relisting.note(None, (NS, "a"))  # the first listing: no re-listing
+        relisting.note("MODIFIED", (NS, "a"))
+        relisting.note("DELETED", (NS, "b"))
+        assert not relisting.running
+        relisting.armed = True
+        relisting.note("ADDED", (NS, "a"))  # not a listing event
+        await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
+        assert relisting.checked == 0 and gets(emu) == 0
+        relisting.begin()  # told a listing began (or objects may be missing)
+        await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
+        assert (relisting.checked, relisting.forgotten) == (2, 1)
+        assert held.forgotten == [(NS, "gone")]
+
+
+async def test_cancel_stops_a_check_on_its_way() -> None:
+    async with relisting_over_http("gone") as (emu, held, relisting):
+        emu.store.delete("pods", NS, "gone")
+        relisting.begin()
+        await asyncio.sleep(RELIST_QUIET_PERIOD / 2)
+        relisting.cancel()
+        await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
+        assert relisting.checked == 0 and held.forgotten == []
 
 
 async def test_a_cluster_scoped_object_is_asked_for_by_its_own_path() -> None:

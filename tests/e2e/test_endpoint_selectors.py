@@ -12,7 +12,6 @@ from endpointslice_operator.controller.owners.endpoint_selector_prune import PRU
 from endpointslice_operator.controller.owners.endpoint_selector_status import STATUS_INTERVAL
 from endpointslice_operator.controller.relist import RELIST_QUIET_PERIOD
 from endpointslice_operator.testing import run_emulator
-from endpointslice_operator.testing.faults import LATENCY
 from tests.e2e.harness import (
     LABEL_MANAGED_BY,
     LABEL_SERVICE_NAME,
@@ -41,6 +40,7 @@ from tests.e2e.selector_helpers import (
     status_counts,
     update_selector,
 )
+from tests.e2e.watch_gap import miss_deletions
 
 
 def _conditions(emu: Any, name: str) -> dict[str, tuple[bool, bool, bool]]:
@@ -402,24 +402,6 @@ async def test_a_refused_count_write_is_tried_again_at_the_next_round() -> None:
             )
 
 
-async def _miss_a_deletion(emu: Any, names: tuple[str, ...]) -> None:
-    """Kopf's watch of EndpointSelectors ends, its resumption is slow to reach the server while
-    ``names`` are deleted (their slices orphaned, so that only the operator would remove them),
-    and the history is compacted: the resumption gets 410 Expired, Kopf lists again, and the
-    listing merely leaves the objects out (no DELETED event)."""
-    emu.faults.fault_verbs = {"watch"}
-    emu.faults.fault_resources = {"endpointselectors"}
-    emu.faults.latency = 30.0
-    held = emu.faults_injected[LATENCY]
-    emu.store.close_watchers("endpointselectors")
-    await eventually(lambda: emu.faults_injected[LATENCY] > held)
-    emu.faults.latency = 0.0
-    for name in names:
-        emu.store.delete("endpointselectors", NS, name, propagation_policy="Orphan")
-        await eventually(lambda n=name: emu.store.get("endpointselectors", NS, n) is None)
-    emu.store.compact("endpointselectors")
-
-
 @pytest.mark.looptime
 async def test_a_deletion_missed_while_the_watch_had_expired_is_found() -> None:
     async with run_emulator() as emu:
@@ -439,7 +421,9 @@ async def test_a_deletion_missed_while_the_watch_had_expired_is_found() -> None:
             assert emu.requests.count(verb="list", resource="endpointselectors") - lists == 2
             gets = emu.requests.count(verb="get", resource="endpointselectors")
             started = asyncio.get_running_loop().time()
-            await _miss_a_deletion(emu, ("gone",))
+            await miss_deletions(
+                emu, "endpointselectors", NS, ("gone",), propagation_policy="Orphan"
+            )
             # Kopf's re-listing delivers "kept" only: "gone" is asked for once the re-listing is
             # quiet, well before the next count (Kopf alone would keep it forever).
             await eventually(lambda: selector_slices(emu, "gone") == [], timeout=PRUNE_INTERVAL)
@@ -464,7 +448,9 @@ async def test_the_last_endpoint_selector_deleted_unseen_is_found_by_the_count()
             index = op.endpoint_selectors
             assert index is not None
             await eventually(lambda: selector_addresses(emu, "gone") == {"10.1.0.1"})
-            await _miss_a_deletion(emu, ("gone",))
+            await miss_deletions(
+                emu, "endpointselectors", NS, ("gone",), propagation_policy="Orphan"
+            )
             await asyncio.sleep(35)  # Kopf has listed again: nothing
             assert selector_slices(emu, "gone") != []
             await eventually(lambda: selector_slices(emu, "gone") == [], timeout=2 * PRUNE_INTERVAL)
