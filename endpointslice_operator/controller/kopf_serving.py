@@ -8,7 +8,9 @@ it asks again with the DRA claim watch's backoff (:func:`.claim_watch.retry_dela
 doubling up to 5 minutes), so that installing the CRD or granting the RBAC later needs no
 restart. Once served, one list per kind and watched scope is handed to ``on_listed`` (a caller
 may then take a missing object for a deleted one), and a Kopf instance of its own runs the
-handlers ``register`` put on its registry, until cancelled.
+handlers ``register`` put on its registry, until cancelled. Objects deleted while Kopf's watch
+had expired are found by the kinds' :class:`~.relist.Relisting`, which the handlers feed and
+which stop with Kopf.
 
 Used by EndpointSelectors (:mod:`.owners.endpoint_selector_watch`) and by the Multi-Cluster
 Services' ServiceExports and ServiceImports of this cluster (:mod:`.mcs.kopf_handlers`).
@@ -28,6 +30,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 
 from endpointslice_operator.controller.claim_watch import retry_delays
 from endpointslice_operator.controller.kopf_wiring import connection_info, run_kopf
+from endpointslice_operator.controller.relist import Relisting
 from endpointslice_operator.controller.writer import ApiError, get_unless_missing, raise_for_status
 
 __all__ = ["KOPF_STOP_TIMEOUT", "list_objects", "serve_with_kopf", "served"]
@@ -94,12 +97,16 @@ async def serve_with_kopf(
     register: Callable[[kopf.OperatorRegistry], None],
     namespaces: Sequence[str] = (),
     on_signal: Callable[[], None] | None = None,
+    relistings: Sequence[Relisting] = (),
 ) -> None:
     """Discover (with a backoff), list once, then run Kopf with ``register``'s handlers until
     cancelled. ``what`` names the kinds in logs; ``missing_hint`` / ``forbidden_hint`` say how
     to fix a CRD not served / a listing refused. ``on_signal``: where SIGINT and SIGTERM go
     once this Kopf instance has started (see
-    :func:`~endpointslice_operator.controller.kopf_wiring.run_kopf`)."""
+    :func:`~endpointslice_operator.controller.kopf_wiring.run_kopf`). ``relistings``: the
+    kinds' re-listing checks (:mod:`.relist`), which the handlers feed every event (Kopf's own
+    first listing counts as a re-listing: what was deleted since the listing here is checked);
+    stopped when Kopf stops."""
     delays = retry_delays()
     told = ""
     scopes: list[str | None] = list(namespaces) or [None]
@@ -149,5 +156,7 @@ async def serve_with_kopf(
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(asyncio.shield(task), KOPF_STOP_TIMEOUT)
         task.cancel()
+        for relisting in relistings:
+            relisting.cancel()
         with contextlib.suppress(BaseException):
             await task

@@ -80,7 +80,6 @@ from endpointslice_operator.controller.owners.endpoint_selector_watch import (
     serve_endpoint_selectors,
 )
 from endpointslice_operator.controller.queue import ServiceQueue
-from endpointslice_operator.controller.relist import Relisting
 from endpointslice_operator.controller.reset import (
     RESET_PROBE_INTERVAL,
     SUSPECT_PROBE_INTERVAL,
@@ -188,8 +187,6 @@ class Operator:
         self._leading = asyncio.Event()
         self._kopf_stop: asyncio.Future[None] | None = None
         self._background: set[asyncio.Task[None]] = set()
-        self._relistings: list[Relisting] = []
-        """Re-listing checks of the round's Kopf-served custom resources (cancelled with it)."""
         self._fence: WriteFence | None = None
         """The current round's write fence (see :mod:`.reset`)."""
 
@@ -372,7 +369,6 @@ class Operator:
             self.endpoint_selectors = selectors
             # Objects deleted while Kopf's watch had expired (no DELETED event): forgotten.
             relisting = endpoint_selector_relisting(api_client, selectors, router)
-            self._relistings.append(relisting)
             self._spawn(
                 serve_endpoint_selectors(
                     api_client,
@@ -492,9 +488,6 @@ class Operator:
             ):
                 task.cancel()
             router.cancel_relists()
-            for relisting in self._relistings:
-                relisting.cancel()
-            self._relistings.clear()
             await asyncio.gather(*self._background, return_exceptions=True)
             if not self._kopf_stop.done():
                 self._kopf_stop.set_result(None)

@@ -123,21 +123,18 @@ async def serve_exports_and_imports(
             len(items["serviceimports"]),
         )
 
-    try:
-        await serve_with_kopf(
-            api_client,
-            configuration,
-            group=GROUP,
-            version=VERSION,
-            plurals=KOPF_KINDS,
-            what="ServiceExports and ServiceImports",
-            missing_hint="install deploy/crds/, or the chart's multicluster.installCRDs",
-            forbidden_hint="the chart grants it with multicluster.enabled: true",
-            on_listed=listed,
-            register=lambda registry: register_handlers(registry, cache, relistings),
-            namespaces=namespaces,
-            on_signal=on_signal,
-        )
-    finally:
-        for relisting in relistings.values():
-            relisting.cancel()
+    await serve_with_kopf(
+        api_client,
+        configuration,
+        group=GROUP,
+        version=VERSION,
+        plurals=KOPF_KINDS,
+        what="ServiceExports and ServiceImports",
+        missing_hint="install deploy/crds/, or the chart's multicluster.installCRDs",
+        forbidden_hint="the chart grants it with multicluster.enabled: true",
+        on_listed=listed,
+        register=lambda registry: register_handlers(registry, cache, relistings),
+        namespaces=namespaces,
+        on_signal=on_signal,
+        relistings=list(relistings.values()),
+    )

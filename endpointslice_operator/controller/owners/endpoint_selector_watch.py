@@ -134,4 +134,5 @@ async def serve_endpoint_selectors(
         ),
         namespaces=namespaces,
         on_signal=on_signal,
+        relistings=() if relisting is None else (relisting,),
     )
