@@ -9,8 +9,8 @@ doubling up to 5 minutes), so that installing the CRD or granting the RBAC later
 restart. Once served, one list per kind and watched scope is handed to ``on_listed`` (a caller
 may then take a missing object for a deleted one), and a Kopf instance of its own runs the
 handlers ``register`` put on its registry, until cancelled. Objects deleted while Kopf's watch
-had expired are found by the kinds' :class:`~.relist.Relisting`, which the handlers feed and
-which stop with Kopf.
+had expired are found by the kinds' :class:`~.relist.Relisting`, which the handlers feed, and
+whose count runs here while Kopf does.
 
 Used by EndpointSelectors (:mod:`.owners.endpoint_selector_watch`) and by the Multi-Cluster
 Services' ServiceExports and ServiceImports of this cluster (:mod:`.mcs.kopf_handlers`).
@@ -106,7 +106,8 @@ async def serve_with_kopf(
     :func:`~endpointslice_operator.controller.kopf_wiring.run_kopf`). ``relistings``: the
     kinds' re-listing checks (:mod:`.relist`), which the handlers feed every event (Kopf's own
     first listing counts as a re-listing: what was deleted since the listing here is checked);
-    stopped when Kopf stops."""
+    their count (:meth:`~.relist.Relisting.keep_counting`, for a re-listing that delivers
+    nothing) runs while Kopf does, and both stop when Kopf stops."""
     delays = retry_delays()
     told = ""
     scopes: list[str | None] = list(namespaces) or [None]
@@ -148,6 +149,10 @@ async def serve_with_kopf(
     task = asyncio.create_task(
         run_kopf(registry, list(namespaces), stop, on_signal=on_signal), name=f"kopf-{what}"
     )
+    counting = [
+        asyncio.create_task(relisting.keep_counting(namespaces), name=f"count-{relisting.plural}")
+        for relisting in relistings
+    ]
     try:
         await asyncio.shield(task)
     finally:
@@ -156,7 +161,8 @@ async def serve_with_kopf(
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(asyncio.shield(task), KOPF_STOP_TIMEOUT)
         task.cancel()
-        for relisting in relistings:
+        for relisting, counter in zip(relistings, counting, strict=True):
+            counter.cancel()
             relisting.cancel()
         with contextlib.suppress(BaseException):
             await task

@@ -69,9 +69,8 @@ from endpointslice_operator.controller.owners.endpoint_selector import (
     EndpointSelectorIndex,
     EndpointSelectorSyncer,
 )
-from endpointslice_operator.controller.owners.endpoint_selector_prune import (
+from endpointslice_operator.controller.owners.endpoint_selector_relist import (
     endpoint_selector_relisting,
-    keep_counting,
 )
 from endpointslice_operator.controller.owners.endpoint_selector_status import (
     keep_writing_counts,
@@ -367,8 +366,6 @@ class Operator:
             )
             self.owners.others[ENDPOINT_SELECTOR.kind] = selector_syncer
             self.endpoint_selectors = selectors
-            # Objects deleted while Kopf's watch had expired (no DELETED event): forgotten.
-            relisting = endpoint_selector_relisting(api_client, selectors, router)
             self._spawn(
                 serve_endpoint_selectors(
                     api_client,
@@ -376,13 +373,11 @@ class Operator:
                     selectors,
                     router,
                     lambda: [*selector_syncer.all_keys(), *sorted(selector_syncer.waiting)],
-                    relisting=relisting,
+                    # Objects deleted while Kopf's watch had expired (no DELETED event).
+                    relisting=endpoint_selector_relisting(api_client, selectors, router),
                     namespaces=list(self.settings.namespaces),
                     on_signal=self.stop,
                 )
-            )
-            self._spawn(
-                keep_counting(api_client, selectors, relisting, list(self.settings.namespaces))
             )
             # Their endpoint counts, into their status at most once per interval (the leader's).
             self._spawn(
@@ -526,6 +521,8 @@ class Operator:
         router.refresh_topology()
         router.topology_live = True
         router.track_relists(api_client)
+        # Nodes are Kopf's: a re-listing that delivers nothing (no node left) shows no event.
+        self._spawn(router.relistings["nodes"].keep_counting())
         log.info("initial listings are in: %s", self.indexes.counts())
         self.indexes.slices.share_pod_strings()
         if self.settle_heap:

@@ -11,7 +11,7 @@ no ``DELETED`` event, the listing simply leaves it out. Held on to, it would sta
 * a listing event (type ``None``) starts a re-listing, unless one runs (the caller arms it once
   its first listing is in: :attr:`Relisting.armed`); :meth:`Relisting.begin` starts one without
   an object, for a caller that knows a listing began (a list-watch's ``on_listing``), or that
-  objects may be missing (the EndpointSelector count, :mod:`.owners.endpoint_selector_prune`);
+  objects may be missing (:meth:`Relisting.keep_counting`, below);
 * every event during a re-listing marks its object delivered. A listing event for an object the
   current listing already delivered means a newer listing began (Kopf lists again after each
   410, so a second re-listing may begin during the first): what only the older listing showed
@@ -28,6 +28,17 @@ no ``DELETED`` event, the listing simply leaves it out. Held on to, it would sta
 * :attr:`Relisting.checked` and :attr:`Relisting.forgotten` count, and one INFO line per
   re-listing says how many objects were not delivered and how many were gone.
 
+A listing that delivers nothing (every object of the kind, or of a watched namespace, was
+deleted meanwhile) shows Kopf's handlers no event at all: Kopf does not tell them that a
+listing began or ended. For the kinds served through Kopf, :meth:`Relisting.keep_counting` is
+the safety net for that case, and for anything else an event stream may lose: every
+:data:`COUNT_INTERVAL` seconds it asks each watched scope how many objects it holds (one
+``limit=1`` list, whose ``metadata.remainingItemCount`` gives the count: a few hundred bytes
+whatever the number), and when the server holds fewer than the caller (so at least one is
+gone) it begins a re-listing with nothing delivered: every held object is then asked for. A
+deletion hidden by a creation still on its way to the caller (equal counts) is found at the
+next round. The list-watch (:mod:`.list_watch`) needs none: it says when a listing begins.
+
 Asking for an object that turns out to be there costs a read and nothing else, so an early,
 spurious or overlapping re-listing never loses data.
 """
@@ -36,15 +47,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from kubernetes_asyncio.client import ApiClient
 
 from endpointslice_operator.controller.api_client import DEFAULT_API_TIMEOUT
 from endpointslice_operator.controller.direct_requests import path_segment
-from endpointslice_operator.controller.writer import get_unless_missing
+from endpointslice_operator.controller.writer import get_unless_missing, raise_for_status
 
-__all__ = ["RELIST_QUIET_PERIOD", "Key", "Relisting", "object_path"]
+__all__ = ["COUNT_INTERVAL", "RELIST_QUIET_PERIOD", "Key", "Relisting", "object_path"]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +64,8 @@ Key = tuple[str, str]
 
 RELIST_QUIET_PERIOD = 2.0
 """A re-listing counts as complete once no listing event of its kind has come for this long."""
+COUNT_INTERVAL = 60.0
+"""Seconds between two comparisons of what the caller holds with the API server's count."""
 
 
 def object_path(api: str, plural: str, key: Key) -> str:
@@ -183,6 +196,58 @@ class Relisting:
         metadata = found.get("metadata")
         answered = str(metadata.get("uid") or "") if isinstance(metadata, dict) else ""
         return bool(uid and answered and answered != uid)
+
+    async def count(self, scope: str | None) -> int | None:
+        """How many objects of the kind the API server holds in ``scope`` (a namespace, None
+        for all) now; None when it does not say."""
+        path = f"{self.api}/namespaces/{path_segment(scope)}" if scope else self.api
+        async with asyncio.timeout(self.timeout):
+            response = await self.api_client.call_api(
+                f"{path}/{self.plural}",
+                "GET",
+                query_params=[("limit", "1")],
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+            )
+            body = await raise_for_status(response)
+        items = body.get("items") or []
+        metadata = body.get("metadata") or {}
+        if not metadata.get("continue"):
+            return len(items)
+        remaining = metadata.get("remainingItemCount")
+        return len(items) + remaining if isinstance(remaining, int) else None
+
+    async def missing_any(self, scopes: Sequence[str] = ()) -> bool:
+        """Whether some watched scope (``scopes``, or the whole cluster) holds fewer objects
+        than the caller holds there, so that at least one held object is gone. API errors
+        are raised."""
+        held = list(self.held())
+        every: list[str | None] = list(scopes) or [None]
+        for scope in every:
+            in_scope = sum(1 for namespace, _ in held if scope is None or namespace == scope)
+            if not in_scope:
+                continue
+            count = await self.count(scope)
+            if count is not None and count < in_scope:
+                return True
+        return False
+
+    async def keep_counting(
+        self, scopes: Sequence[str] = (), *, interval: float = COUNT_INTERVAL
+    ) -> None:
+        """Every ``interval`` seconds, :meth:`missing_any`; when something is, :meth:`begin`
+        (see the module's doc). Until cancelled; a failed round is logged and tried again at
+        the next."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                missing = await self.missing_any(scopes)
+            except Exception as exc:
+                log.info("could not count %s on the API server: %s", self.plural, exc)
+                continue
+            if missing:
+                log.info("fewer %s on the API server than held: checking each", self.plural)
+                self.begin()
 
     def cancel(self) -> None:
         """Stop every check in progress (the caller's watches end)."""

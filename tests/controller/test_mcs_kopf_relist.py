@@ -19,7 +19,7 @@ from endpointslice_operator.controller.mcs.kopf_handlers import (
     relistings_of,
     serve_exports_and_imports,
 )
-from endpointslice_operator.controller.relist import RELIST_QUIET_PERIOD
+from endpointslice_operator.controller.relist import COUNT_INTERVAL, RELIST_QUIET_PERIOD
 from endpointslice_operator.testing import Emulator, run_emulator
 from tests.e2e.harness import eventually, settings
 from tests.e2e.watch_gap import miss_deletions
@@ -120,6 +120,28 @@ async def test_kopf_relisting_after_410_drops_the_export_deleted_meanwhile() -> 
             assert (NS, "gone") in changed
             assert emu.requests.count(verb="get", resource="serviceexports") == 1
             assert set(cache.imports) == {(NS, "import")}
+        finally:
+            serving.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await serving
+
+
+async def test_the_last_export_deleted_in_the_gap_is_found_by_the_count() -> None:
+    # Kopf's re-listing delivers nothing, so its handlers see no event: the count finds it.
+    async with mcs_api() as (emu, configuration, api_client):
+        create(emu, "ServiceExport", "gone")
+        cache = LocalCache(lambda _key: None, "ours")
+        serving = asyncio.create_task(
+            serve_exports_and_imports(api_client, configuration, cache, namespaces=[NS])
+        )
+        try:
+            await eventually(lambda: emu.requests.count(verb="watch", resource="serviceexports"))
+            started = asyncio.get_running_loop().time()
+            await miss_deletions(emu, "serviceexports", NS, ("gone",))
+            await asyncio.sleep(35)  # Kopf has listed again: nothing
+            assert set(cache.exports) == {(NS, "gone")}
+            await eventually(lambda: not cache.exports, timeout=COUNT_INTERVAL)
+            assert asyncio.get_running_loop().time() - started <= COUNT_INTERVAL + 5
         finally:
             serving.cancel()
             with contextlib.suppress(asyncio.CancelledError):

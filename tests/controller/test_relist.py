@@ -263,3 +263,91 @@ async def test_a_cluster_scoped_object_is_asked_for_by_its_own_path() -> None:
             await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
             assert (relisting.checked, relisting.forgotten) == (2, 1)
             assert forgotten == [("", "node-gone")]
+
+
+def lists(emu: Emulator, namespace: str | None = None) -> int:
+    if namespace is None:
+        return emu.requests.count(verb="list", resource="pods")
+    return emu.requests.count(verb="list", resource="pods", namespace=namespace)
+
+
+async def test_a_count_below_what_is_held_checks_each_held_object() -> None:
+    async with relisting_over_http("a", "b", "c") as (emu, held, relisting):
+        counting = asyncio.create_task(relisting.keep_counting((NS,), interval=10.0))
+        try:
+            await asyncio.sleep(10.5)  # one round: as many as held, nothing to check
+            assert (lists(emu), relisting.checked, relisting.running) == (1, 0, False)
+            pod(emu, "d", "10.1.0.4")  # one more than held: nothing missing either
+            await asyncio.sleep(10.0)
+            assert (lists(emu), relisting.checked) == (2, 0)
+            emu.store.delete("pods", NS, "b")
+            emu.store.delete("pods", NS, "d")  # 2 on the server, 3 held
+            await asyncio.sleep(10.0)
+            assert lists(emu) == 3 and relisting.running
+            await asyncio.sleep(RELIST_QUIET_PERIOD + 0.5)
+            assert (relisting.checked, relisting.forgotten) == (3, 1)
+            assert held.forgotten == [(NS, "b")]
+            await asyncio.sleep(10.0)  # even again: no more checks
+            assert (lists(emu), relisting.checked) == (4, 3)
+        finally:
+            counting.cancel()
+
+
+async def test_each_scope_is_counted_on_its_own() -> None:
+    async with relisting_over_http("a") as (emu, held, relisting):
+        emu.store.create_namespace("other")
+        emu.store.create_namespace("empty")
+        for name in ("x", "y"):
+            created = pod(emu, name, "10.1.0.9", namespace="other")
+            held.uids[("other", name)] = created["metadata"]["uid"]
+        pod(emu, "extra-1", "10.1.0.2")  # NS holds more than held there...
+        pod(emu, "extra-2", "10.1.0.3")
+        emu.store.delete("pods", "other", "y")  # ... while "other" holds fewer
+        assert await relisting.missing_any((NS, "other", "empty"))
+        assert (lists(emu, NS), lists(emu, "other"), lists(emu, "empty")) == (1, 1, 0)
+        assert not await relisting.missing_any((NS,))
+        # Cluster-wide, the server's 4 pods cover the 3 held: only scoped counts find it.
+        assert not await relisting.missing_any()
+
+
+async def test_a_failed_count_is_tried_again_at_the_next_round(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with relisting_over_http("a", "gone") as (emu, held, relisting):
+        emu.store.delete("pods", NS, "gone")
+        emu.faults.fault_verbs = {"list"}
+        emu.faults.fault_resources = {"pods"}
+        emu.faults.fail_codes = (500,)
+        emu.faults.fail_rate = 1.0
+        counting = asyncio.create_task(relisting.keep_counting((NS,), interval=10.0))
+        try:
+            with caplog.at_level(logging.INFO, logger="endpointslice_operator.controller.relist"):
+                await asyncio.sleep(10.5)
+                assert not relisting.running
+                assert [
+                    r.levelno for r in caplog.records if "could not count pods" in r.message
+                ] == [logging.INFO]
+                emu.faults.fail_rate = 0.0
+                await asyncio.sleep(10.0 + RELIST_QUIET_PERIOD + 0.5)
+                assert held.forgotten == [(NS, "gone")]
+        finally:
+            counting.cancel()
+
+
+async def test_a_cluster_scoped_kind_is_counted_cluster_wide() -> None:
+    async with run_emulator() as emu:
+        uids = {("", n): node(emu, n, "zone-a")["metadata"]["uid"] for n in ("n1", "n2")}
+        async with client(emu) as api_client:
+            relisting = Relisting(
+                api_client,
+                "/api/v1",
+                "nodes",
+                held=lambda: list(uids),
+                uid_of=uids.get,
+                forget=uids.pop,
+            )
+            assert await relisting.count(None) == 2
+            assert not await relisting.missing_any()
+            emu.store.delete("nodes", "", "n2")
+            assert await relisting.missing_any()
+            assert emu.requests.count(verb="list", resource="nodes") == 3

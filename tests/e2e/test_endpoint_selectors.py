@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from endpointslice_operator.controller.owners.endpoint_selector_prune import PRUNE_INTERVAL
 from endpointslice_operator.controller.owners.endpoint_selector_status import STATUS_INTERVAL
-from endpointslice_operator.controller.relist import RELIST_QUIET_PERIOD
+from endpointslice_operator.controller.relist import COUNT_INTERVAL, RELIST_QUIET_PERIOD
 from endpointslice_operator.testing import run_emulator
 from tests.e2e.harness import (
     LABEL_MANAGED_BY,
@@ -417,7 +416,7 @@ async def test_a_deletion_missed_while_the_watch_had_expired_is_found() -> None:
                 await eventually(lambda n=name: selector_addresses(emu, n) == {"10.1.0.1"})
             # While nothing is missed, the safety net costs one list of one item a round.
             lists = emu.requests.count(verb="list", resource="endpointselectors")
-            await asyncio.sleep(2 * PRUNE_INTERVAL)
+            await asyncio.sleep(2 * COUNT_INTERVAL)
             assert emu.requests.count(verb="list", resource="endpointselectors") - lists == 2
             gets = emu.requests.count(verb="get", resource="endpointselectors")
             started = asyncio.get_running_loop().time()
@@ -426,7 +425,7 @@ async def test_a_deletion_missed_while_the_watch_had_expired_is_found() -> None:
             )
             # Kopf's re-listing delivers "kept" only: "gone" is asked for once the re-listing is
             # quiet, well before the next count (Kopf alone would keep it forever).
-            await eventually(lambda: selector_slices(emu, "gone") == [], timeout=PRUNE_INTERVAL)
+            await eventually(lambda: selector_slices(emu, "gone") == [], timeout=COUNT_INTERVAL)
             # The resumption's 30 s, then the quiet period (the next count is 60 s away).
             assert asyncio.get_running_loop().time() - started < 30 + RELIST_QUIET_PERIOD + 5
             assert emu.requests.count(verb="get", resource="endpointselectors") - gets == 1
@@ -453,7 +452,7 @@ async def test_the_last_endpoint_selector_deleted_unseen_is_found_by_the_count()
             )
             await asyncio.sleep(35)  # Kopf has listed again: nothing
             assert selector_slices(emu, "gone") != []
-            await eventually(lambda: selector_slices(emu, "gone") == [], timeout=2 * PRUNE_INTERVAL)
+            await eventually(lambda: selector_slices(emu, "gone") == [], timeout=2 * COUNT_INTERVAL)
             assert index.get(f"endpointselector:{NS}/gone") is None
 
 

@@ -15,9 +15,7 @@ import yaml
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from endpointslice_operator.controller.owners.endpoint_selector_prune import (
-    count_endpoint_selectors,
-)
+from endpointslice_operator.controller.relist import Relisting
 from tests.realcluster import objects as o
 from tests.realcluster.kube import (
     JSON,
@@ -547,8 +545,9 @@ async def test_sigterm_stops_the_operator_while_endpoint_selectors_are_served(
 
 
 async def test_counting_them_takes_one_list_of_one_item(kube: Kube, ns: str, crd: None) -> None:
-    """The missed-deletion check (``endpoint_selector_prune``) counts a scope's EndpointSelectors
-    from a ``limit=1`` list's ``remainingItemCount``: the real server gives it for them."""
+    """The missed-deletion check's safety net (``Relisting.keep_counting``) counts a scope's
+    EndpointSelectors from a ``limit=1`` list's ``remainingItemCount``: the real server gives it
+    for them."""
     for name in ("a", "b", "c"):
         await create_selector(kube, ns, selector_body(name, {"matchLabels": {"app": name}}))
     configuration = Configuration()
@@ -556,6 +555,14 @@ async def test_counting_them_takes_one_list_of_one_item(kube: Kube, ns: str, crd
         config_file=str(kube.kubeconfig), client_configuration=configuration
     )
     async with ApiClient(configuration) as api:
-        assert await count_endpoint_selectors(api, ns) == 3
+        relisting = Relisting(
+            api,
+            f"/apis/{GROUP_VERSION}",
+            "endpointselectors",
+            held=list,
+            uid_of=lambda _key: None,
+            forget=lambda _key: None,
+        )
+        assert await relisting.count(ns) == 3
         page = await kube.get(f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors", limit="1")
         assert page["metadata"]["remainingItemCount"] == 2

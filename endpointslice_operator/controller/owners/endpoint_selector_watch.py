@@ -53,7 +53,7 @@ def register_endpoint_selector_handler(
     relisting: Relisting | None = None,
 ) -> None:
     """The ``on.event`` handler of EndpointSelectors on ``registry``; every event is noted
-    by ``relisting`` (objects a re-listing leaves out, see :mod:`.endpoint_selector_prune`)."""
+    by ``relisting`` (objects a re-listing leaves out, see :mod:`.endpoint_selector_relist`)."""
 
     @kopf.on.event(GROUP, VERSION, PLURAL, id="endpointselector", registry=registry)
     async def on_endpoint_selector(event: Mapping[str, Any], patch: Any, **_: Any) -> None:
