@@ -306,6 +306,8 @@ async def test_each_scope_is_counted_on_its_own() -> None:
         assert await relisting.missing_any((NS, "other", "empty"))
         assert (lists(emu, NS), lists(emu, "other"), lists(emu, "empty")) == (1, 1, 0)
         assert not await relisting.missing_any((NS,))
+        assert await relisting.missing_any(("empty", "other"))  # nothing held there: skipped
+        assert lists(emu, "empty") == 0
         # Cluster-wide, the server's 4 pods cover the 3 held: only scoped counts find it.
         assert not await relisting.missing_any()
 
