@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 from kubernetes_asyncio.client import ApiClient
@@ -70,6 +70,20 @@ async def relisting_over_http(
         held = Held(emu, *names)
         async with client(emu, api_timeout) as api_client:
             yield emu, held, held.relisting(api_client, **kwargs)
+
+
+def node_relisting(
+    api_client: ApiClient, uids: dict[Key, str], forget: Callable[[Key], object]
+) -> Relisting:
+    """A Relisting of Nodes (cluster-scoped) held as ``uids``."""
+    return Relisting(
+        api_client,
+        "/api/v1",
+        "nodes",
+        held=lambda: list(uids),
+        uid_of=uids.get,
+        forget=forget,  # type: ignore[arg-type]
+    )
 
 
 def gets(emu: Emulator) -> int:
@@ -251,14 +265,7 @@ async def test_a_cluster_scoped_object_is_asked_for_by_its_own_path() -> None:
         uids = {("", "node-a"): uid, ("", "node-gone"): "u-old"}
         forgotten: list[Key] = []
         async with client(emu) as api_client:
-            relisting = Relisting(
-                api_client,
-                "/api/v1",
-                "nodes",
-                held=lambda: list(uids),
-                uid_of=uids.get,
-                forget=forgotten.append,
-            )
+            relisting = node_relisting(api_client, uids, forgotten.append)
             relisting.begin()
             await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
             assert (relisting.checked, relisting.forgotten) == (2, 1)
@@ -340,14 +347,7 @@ async def test_a_cluster_scoped_kind_is_counted_cluster_wide() -> None:
     async with run_emulator() as emu:
         uids = {("", n): node(emu, n, "zone-a")["metadata"]["uid"] for n in ("n1", "n2")}
         async with client(emu) as api_client:
-            relisting = Relisting(
-                api_client,
-                "/api/v1",
-                "nodes",
-                held=lambda: list(uids),
-                uid_of=uids.get,
-                forget=uids.pop,
-            )
+            relisting = node_relisting(api_client, uids, uids.pop)
             assert await relisting.count(None) == 2
             assert not await relisting.missing_any()
             emu.store.delete("nodes", "", "n2")
