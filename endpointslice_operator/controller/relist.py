@@ -8,10 +8,11 @@ no ``DELETED`` event, the listing simply leaves it out. Held on to, it would sta
 
 :class:`Relisting` (one per kind) finds such objects from the events alone:
 
-* a listing event (type ``None``) starts a re-listing, unless one runs (the caller arms it once
-  its first listing is in: :attr:`Relisting.armed`); :meth:`Relisting.begin` starts one without
-  an object, for a caller that knows a listing began (a list-watch's ``on_listing``), or that
-  objects may be missing (:meth:`Relisting.keep_counting`, below);
+* a listing event (type ``None``) starts a re-listing, unless one runs (a caller whose first
+  listing is no re-listing makes its Relisting once that listing is in, as the router does);
+  :meth:`Relisting.begin` starts one without an object, for a caller that knows a listing
+  began (a list-watch's ``on_listing``), or that objects may be missing
+  (:meth:`Relisting.keep_counting`, below);
 * every event during a re-listing marks its object delivered. A listing event for an object the
   current listing already delivered means a newer listing began (Kopf lists again after each
   410, so a second re-listing may begin during the first): what only the older listing showed
@@ -93,7 +94,6 @@ class Relisting:
         uid_of: Callable[[Key], str | None],
         forget: Callable[[Key], None],
         quiet: float = RELIST_QUIET_PERIOD,
-        armed: bool = True,
     ) -> None:
         self.api_client = api_client
         self.api = api
@@ -102,9 +102,6 @@ class Relisting:
         self.uid_of = uid_of
         self.forget = forget
         self.quiet = quiet
-        self.armed = armed
-        """Whether a listing event starts a re-listing (off until the caller's first listing
-        is in: that one is no re-listing)."""
         self.timeout = float(getattr(api_client, "api_timeout", DEFAULT_API_TIMEOUT))
         self.checked = 0
         """Objects asked for, over every re-listing."""
@@ -128,8 +125,6 @@ class Relisting:
         listing within one; while one runs, every event's object counts as delivered."""
         if event_type is None:
             if self._listed is None:
-                if not self.armed:
-                    return
                 self._start()
             elif self._listed.get(key) is self._generation:
                 self._newer_listing()

@@ -227,15 +227,13 @@ async def test_a_second_relisting_during_the_quiet_period_counts_only_the_latest
         assert held.forgotten == [(NS, "b")]
 
 
-async def test_nothing_starts_without_a_listing_event_or_while_disarmed() -> None:
-    async with relisting_over_http("a", "gone", armed=False) as (emu, held, relisting):
+async def test_nothing_starts_without_a_listing_event() -> None:
+    async with relisting_over_http("a", "gone") as (emu, held, relisting):
         emu.store.delete("pods", NS, "gone")
-        relisting.note(None, (NS, "a"))  # the first listing: no re-listing
         relisting.note("MODIFIED", (NS, "a"))
         relisting.note("DELETED", (NS, "b"))
+        relisting.note("ADDED", (NS, "a"))
         assert not relisting.running
-        relisting.armed = True
-        relisting.note("ADDED", (NS, "a"))  # not a listing event
         await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
         assert relisting.checked == 0 and gets(emu) == 0
         relisting.begin()  # told a listing began (or objects may be missing)
