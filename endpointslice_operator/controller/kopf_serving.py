@@ -166,3 +166,4 @@ async def serve_with_kopf(
             relisting.cancel()
         with contextlib.suppress(BaseException):
             await task
+        await asyncio.gather(*counting, return_exceptions=True)
