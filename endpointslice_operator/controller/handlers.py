@@ -180,12 +180,12 @@ class EventRouter:
                 forget=partial(self._forget, kind),
             )
 
-    def listing_began(self, kind: str) -> None:
-        """A list-watch began listing ``kind`` (its ``on_listing``): after the initial
-        listings, a re-listing, even one that delivers no object."""
+    def listing_began(self, kind: str, scope: str | None) -> None:
+        """A list-watch began listing ``kind`` in ``scope`` (its ``on_listing``): after the
+        initial listings, a re-listing, even one that delivers no object."""
         relisting = self.relistings.get(kind)
         if relisting is not None:
-            relisting.begin()
+            relisting.begin(scope)
 
     def cancel_relists(self) -> None:
         """Stop the checks in progress (the round ends)."""

@@ -603,7 +603,7 @@ class Operator:
             on_reset=self._api_server_reset,
             on_suspect=self._fence_of_round().suspect,
             on_listed=on_listed,
-            on_listing=lambda _scope: router.listing_began(kind),
+            on_listing=lambda scope: router.listing_began(kind, scope),
         )
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:

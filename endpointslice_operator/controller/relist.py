@@ -114,6 +114,8 @@ class Relisting:
         """The token of the latest listing."""
         self._last = 0.0
         self._tasks: set[asyncio.Task[None]] = set()
+        self._begun: set[str | None] = set()
+        """The scopes whose listing :meth:`begin` was told of, in the latest listing."""
 
     @property
     def running(self) -> bool:
@@ -132,17 +134,21 @@ class Relisting:
         if self._listed is not None:
             self._listed[key] = self._generation
 
-    def begin(self) -> None:
-        """A listing began (or objects may be missing): a re-listing with nothing delivered
-        yet, or a newer listing within the one in progress."""
+    def begin(self, scope: str | None = None) -> None:
+        """A listing of ``scope`` (a namespace, None for all) began, or objects may be
+        missing: a re-listing with nothing delivered yet. Within one in progress, a second
+        beginning of the same scope is a newer listing; the listings of other scopes (one
+        per watched namespace, often expired together) run alongside."""
         if self._listed is None:
             self._start()
-        else:
+        elif scope in self._begun:
             self._newer_listing()
+        self._begun.add(scope)
         self._last = asyncio.get_running_loop().time()
 
     def _start(self) -> None:
         self._listed = {}
+        self._begun.clear()
         log.info("%s are listed again; will check what the listing leaves out", self.plural)
         task = asyncio.create_task(self._finish(), name=f"relist-{self.plural}")
         self._tasks.add(task)
@@ -150,6 +156,7 @@ class Relisting:
 
     def _newer_listing(self) -> None:
         self._generation = object()
+        self._begun.clear()
 
     async def _finish(self) -> None:
         loop = asyncio.get_running_loop()

@@ -240,7 +240,7 @@ async def test_relists_forget_what_the_latest_listing_left_out_and_the_server_lo
             h.router.on_pod(None, obj)
         for obj in emu.store.list("nodes"):
             h.router.on_node(None, obj)
-        h.router.listing_began("pods")  # no re-listing before tracking starts
+        h.router.listing_began("pods", None)  # no re-listing before tracking starts
         h.router.on_pod(None, stored["p1"])
         api_client = await new_client_from_config(config_file=str(emu.kubeconfig_path))
         try:
@@ -268,7 +268,7 @@ async def test_relists_forget_what_the_latest_listing_left_out_and_the_server_lo
             # p6 was not delivered but is still there: kept.
             # A node deleted unseen: the list-watch's next listing delivers nothing.
             emu.store.delete("nodes", "", "node-b")
-            h.router.listing_began("nodes")
+            h.router.listing_began("nodes", None)
             await asyncio.sleep(2 * RELIST_QUIET_PERIOD)
             assert sorted(name for _, name in h.indexes.pods.names()) == ["p1", "p4", "p5", "p6"]
             assert (h.router.relistings["pods"].checked, h.router.relistings["pods"].forgotten) == (

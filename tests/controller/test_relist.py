@@ -122,7 +122,9 @@ async def test_only_listing_events_hold_the_check_back() -> None:
             await asyncio.sleep(0.5)
             relisting.note("MODIFIED", (NS, "a"))
         emu.store.delete("pods", NS, "a")
-        relisting.begin()  # a second listing begins, with nothing delivered yet
+        relisting.begin(NS)  # a list-watch of NS begins listing (nothing told before: no
+        assert relisting.checked == 0  # newer listing yet), then again, with nothing delivered
+        relisting.begin(NS)
         await asyncio.sleep(4.9)
         assert relisting.checked == 0
         await asyncio.sleep(0.2)
@@ -140,6 +142,29 @@ async def test_only_listing_events_hold_the_check_back() -> None:
         assert relisting.checked == 3  # b, not delivered, asked for (and kept)
         assert held.forgotten == [(NS, "a")]
         assert now() - start < 6.5
+
+
+async def test_listings_of_other_scopes_run_alongside() -> None:
+    async with relisting_over_http("a", "b") as (emu, held, relisting):
+        emu.store.create_namespace("other")
+        created = pod(emu, "x", "10.1.0.9", namespace="other")
+        held.uids[("other", "x")] = created["metadata"]["uid"]
+        emu.store.delete("pods", NS, "b")
+        relisting.begin(NS)  # both scopes' watches expired: their listings interleave
+        relisting.note(None, (NS, "a"))
+        relisting.begin("other")
+        relisting.note(None, ("other", "x"))
+        await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
+        assert (relisting.checked, relisting.forgotten) == (1, 1)  # a is not asked for
+        assert held.forgotten == [(NS, "b")]
+        # A scope listed twice within one re-listing: what its first listing showed is asked
+        # for again (it may be gone since), and the other scopes' as well.
+        relisting.begin(NS)
+        relisting.note(None, (NS, "a"))
+        relisting.begin("other")
+        relisting.begin(NS)
+        await asyncio.sleep(RELIST_QUIET_PERIOD * 2)
+        assert relisting.checked == 3
 
 
 async def test_an_object_still_there_but_not_delivered_is_kept() -> None:
