@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from endpointslice_operator.testing import Emulator
 from endpointslice_operator.testing.faults import LATENCY
 from tests.e2e.harness import eventually
+
+
+def gone(emu: Emulator, plural: str, namespace: str, name: str) -> bool:
+    return emu.store.get(plural, namespace, name) is None
 
 
 async def miss_deletions(
@@ -25,5 +30,5 @@ async def miss_deletions(
     emu.faults.latency = 0.0
     for name in names:
         emu.store.delete(plural, namespace, name, **delete)
-        await eventually(lambda n=name: emu.store.get(plural, namespace, n) is None)
+        await eventually(partial(gone, emu, plural, namespace, name))
     emu.store.compact(plural)
