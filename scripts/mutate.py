@@ -163,6 +163,9 @@ MODULES: dict[str, tuple[str, ...]] = {
     "endpointslice_operator/controller/owners/endpoint_selector_status.py": (
         "tests/controller/test_endpoint_selector_status.py",
     ),
+    "endpointslice_operator/controller/owners/endpoint_selector_watch.py": (
+        "tests/controller/test_endpoint_selector_watch.py",
+    ),
 }
 """The modules under mutation testing and the tests that must notice a change in each."""
 
