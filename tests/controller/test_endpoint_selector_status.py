@@ -173,18 +173,30 @@ async def test_a_refused_write_is_logged_the_next_object_still_written_and_retri
         assert status(emu, "second") == {"endpoints": 2, "readyEndpoints": 2}
 
 
-async def test_no_api_server_is_logged_per_object_and_nothing_taken_as_shown(
+async def test_a_broken_connection_is_logged_per_object_and_nothing_taken_as_shown(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     index = new_index()
     async with emulator() as emu:
-        kubeconfig.write_text(Path(emu.kubeconfig_path).read_text())
         keys = [file(emu, index, n, EndpointCounts(ready=1, total=1)) for n in ("a", "b")]
-    # The emulator is gone: nothing answers at its address.
-    async with await open_api_client(kubeconfig) as api:
+        emulator_config = Path(emu.kubeconfig_path).read_text()
+        emulator_port = emu.port
+    accepted = 0
+
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal accepted
+        accepted += 1
+        writer.close()  # the connection breaks before any answer
+
+    # A server of our own at an address of our own (no other test's can take it meanwhile).
+    server = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    kubeconfig.write_text(emulator_config.replace(f":{emulator_port}", f":{port}"))
+    async with server, await open_api_client(kubeconfig) as api:
         with caplog.at_level(logging.WARNING, logger=LOGGER):
             assert await write_counts(api, index) == 0
+    assert accepted >= 2  # both were tried
     assert warned_about(caplog) == keys
     assert index.shown == {}
 
