@@ -114,7 +114,9 @@ async def test_openapi_v2_is_an_empty_document(client: Client) -> None:
         raw = await response.read()
     fields = dict(protobuf.fields(raw))
     assert fields[1] == b"2.0"  # swagger
-    assert dict(protobuf.fields(fields[2]))[1] == b"Kubernetes"  # info.title
+    info = fields[2]
+    assert isinstance(info, bytes)
+    assert dict(protobuf.fields(info))[1] == b"Kubernetes"  # info.title
     assert fields[8] == b""  # paths
 
 
