@@ -130,20 +130,21 @@ RESOURCES: tuple[ResourceInfo, ...] = (
         "apps", "v1", "replicasets", "replicaset", "ReplicaSet", True, ("rs",), ("all",),
         subresources=("status", "scale"), reset_status_on_create=True,
     ),
-    # A custom resource (endpointslice-operator.io's EndpointSelector CRD): unserved until a
-    # test "installs" it (UNSERVED_BY_DEFAULT).
+    # Custom resources (CRDs) are unserved until a test "installs" them (UNSERVED_BY_DEFAULT).
+    # endpointslice-operator.io's EndpointSelector:
     ResourceInfo(
         "endpointslice-operator.io", "v1alpha1", "endpointselectors", "endpointselector",
-        "EndpointSelector", True, subresources=("status",),
+        "EndpointSelector", True, ("esel",), subresources=("status",),
     ),
-    # The Multi-Cluster Services API's CRDs (sigs.k8s.io/mcs-api): unserved until installed.
+    # Multi-Cluster Services (deploy/crds/, the storage version): unserved until a test installs
+    # the CRDs.
     ResourceInfo(
         "multicluster.x-k8s.io", "v1beta1", "serviceexports", "serviceexport", "ServiceExport",
-        True, subresources=("status",),
+        True, ("svcex", "svcexport"), subresources=("status",),
     ),
     ResourceInfo(
         "multicluster.x-k8s.io", "v1beta1", "serviceimports", "serviceimport", "ServiceImport",
-        True, subresources=("status",),
+        True, ("svcim", "svcimport"), subresources=("status",),
     ),
     ResourceInfo(
         "resource.k8s.io", "v1", "resourceclaims", "resourceclaim", "ResourceClaim", True,
