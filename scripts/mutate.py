@@ -154,6 +154,8 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/controller/test_mcs_cache.py",
         "tests/controller/test_mcs_kopf_relist.py",
     ),
+    # the multi-cluster controller's I/O modules, against API emulators (real HTTP)
+    "endpointslice_operator/controller/mcs/imports.py": ("tests/controller/test_mcs_imports.py",),
     "endpointslice_operator/view/watch.py": (
         "tests/view/test_watch_feed.py",
         "tests/view/test_watch.py",

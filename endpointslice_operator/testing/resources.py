@@ -136,6 +136,19 @@ RESOURCES: tuple[ResourceInfo, ...] = (
         "endpointslice-operator.io", "v1alpha1", "endpointselectors", "endpointselector",
         "EndpointSelector", True, subresources=("status",),
     ),
+    # The Multi-Cluster Services CRDs (deploy/crds/): unserved until a test installs them.
+    ResourceInfo(
+        "multicluster.x-k8s.io", "v1beta1", "serviceexports", "serviceexport", "ServiceExport",
+        True, ("svcex",), subresources=("status",), reset_status_on_create=True,
+    ),
+    ResourceInfo(
+        "multicluster.x-k8s.io", "v1beta1", "serviceimports", "serviceimport", "ServiceImport",
+        True, ("svcim",), subresources=("status",), reset_status_on_create=True,
+    ),
+    ResourceInfo(
+        "about.k8s.io", "v1beta1", "clusterproperties", "clusterproperty", "ClusterProperty",
+        False,
+    ),
     ResourceInfo(
         "resource.k8s.io", "v1", "resourceclaims", "resourceclaim", "ResourceClaim", True,
         subresources=("status",), reset_status_on_create=True,
@@ -143,7 +156,7 @@ RESOURCES: tuple[ResourceInfo, ...] = (
 )  # fmt: skip
 
 
-UNSERVED_BY_DEFAULT = ("endpointslice-operator.io",)
+UNSERVED_BY_DEFAULT = ("endpointslice-operator.io", "multicluster.x-k8s.io", "about.k8s.io")
 """Groups of custom resources: served only once installed, as a CRD is (a test discards the
 group from ``registry.unserved``)."""
 
