@@ -457,6 +457,14 @@ EQUIVALENT: dict[str, str] = {
     "@dataclass(frozen=True, slots=True) #4": (
         "_Totals is private and frozen: without slots each instance only gains a __dict__ (memory)"
     ),
+    # controller/mcs/imports.py
+    "endpointslice_operator/controller/mcs/imports.py:_apply:Or->And:"
+    "imported = await self._ensure_import(key, resolution, derived) or imported": (
+        "_ensure_import returns None only for an import not ours, which the first call "
+        "already returned on: the import written again differs from the first one only in "
+        "spec.ips, spec.ipFamilies and its resourceVersion, and the imported slices are "
+        "planned from its metadata (name, namespace, uid, labels, annotations), the same in both"
+    ),
 }
 """:attr:`Mutant.key` (``module:function:operator:source line``, `` #2`` for the second alike)
 -> why the mutant cannot change behaviour."""

@@ -4,11 +4,13 @@ and Events of this cluster's ServiceExport."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import pytest
 
 from endpointslice_operator.controller.budget import WriteBudget
+from endpointslice_operator.controller.mcs.clusters import API_TIMEOUT
 from endpointslice_operator.controller.mcs.imports import ImportSyncer, MulticlusterSyncError
 from endpointslice_operator.reconciler.config import ReconcilerConfig
 from endpointslice_operator.testing.faults import FaultConfig
@@ -448,3 +450,18 @@ async def test_an_import_created_meanwhile_is_a_conflict_to_retry() -> None:
         )
         with pytest.raises(MulticlusterSyncError, match="exists"):
             await w.syncer.sync(KEY)
+
+
+@pytest.mark.looptime
+async def test_a_sync_gives_up_after_four_api_timeouts() -> None:
+    async with world() as w:
+        w.exported_both()
+        await w.lease()
+        w.load()
+        # each write answers within its own timeout; seven of them outlast the sync's
+        w.emu.faults = FaultConfig(latency=API_TIMEOUT * 0.8, fault_resources={"*"})
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(TimeoutError):
+            await w.syncer.sync(KEY)
+        assert loop.time() - started == pytest.approx(API_TIMEOUT * 4, abs=1.0)
