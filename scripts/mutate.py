@@ -156,6 +156,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     # the multi-cluster controller's I/O modules, against API emulators (real HTTP)
     "endpointslice_operator/controller/mcs/imports.py": ("tests/controller/test_mcs_imports.py",),
+    "endpointslice_operator/controller/mcs/clusters.py": ("tests/controller/test_mcs_clusters.py",),
     "endpointslice_operator/view/watch.py": (
         "tests/view/test_watch_feed.py",
         "tests/view/test_watch.py",
@@ -464,6 +465,13 @@ EQUIVALENT: dict[str, str] = {
         "already returned on: the import written again differs from the first one only in "
         "spec.ips, spec.ipFamilies and its resourceVersion, and the imported slices are "
         "planned from its metadata (name, namespace, uid, labels, annotations), the same in both"
+    ),
+    # controller/mcs/clusters.py
+    "endpointslice_operator/controller/mcs/clusters.py:run:True->False:"
+    "await asyncio.gather(watching, return_exceptions=True)": (
+        "gathers the one watch task it has just cancelled, which ends only by that "
+        "cancellation (ListWatcher retries every failure, a kubeconfig that does not load is "
+        "retried): the CancelledError propagates either way"
     ),
 }
 """:attr:`Mutant.key` (``module:function:operator:source line``, `` #2`` for the second alike)
