@@ -157,6 +157,9 @@ MODULES: dict[str, tuple[str, ...]] = {
     # the multi-cluster controller's I/O modules, against API emulators (real HTTP)
     "endpointslice_operator/controller/mcs/imports.py": ("tests/controller/test_mcs_imports.py",),
     "endpointslice_operator/controller/mcs/clusters.py": ("tests/controller/test_mcs_clusters.py",),
+    "endpointslice_operator/controller/mcs/controller.py": (
+        "tests/controller/test_mcs_controller.py",
+    ),
     "endpointslice_operator/view/watch.py": (
         "tests/view/test_watch_feed.py",
         "tests/view/test_watch.py",
@@ -472,6 +475,27 @@ EQUIVALENT: dict[str, str] = {
         "gathers the one watch task it has just cancelled, which ends only by that "
         "cancellation (ListWatcher retries every failure, a kubeconfig that does not load is "
         "retried): the CancelledError propagates either way"
+    ),
+    # controller/mcs/controller.py
+    "endpointslice_operator/controller/mcs/controller.py:watch:True->False:"
+    "await asyncio.gather(*tasks, return_exceptions=True)": (
+        "the tasks were all cancelled just before; without return_exceptions the gather raises "
+        "at the first one done (a cancellation, or the failure of one already done, which the "
+        "gather in the try raised already) instead of waiting for the others to finish "
+        "closing: they finish the same moments later (only when differs)"
+    ),
+    "endpointslice_operator/controller/mcs/controller.py:lead:True->False:"
+    "await asyncio.gather(*tasks, return_exceptions=True)": (
+        "the probes and the standing loop catch every error and end only by the cancellation "
+        "just made, after _started and the syncer's ready were cleared: a CancelledError "
+        "either way, and the tasks hold nothing to release"
+    ),
+    "endpointslice_operator/controller/mcs/controller.py:_standing_of:True->False:"
+    ") + tuple((cluster, True, self.leases.expired(cluster)) for cluster in "
+    "self._imported_ids())": (
+        "a constant in every imported cluster's entry of both standings compared (the peers' "
+        "entries come first, as many each time): equal standings stay equal, different ones "
+        "different"
     ),
 }
 """:attr:`Mutant.key` (``module:function:operator:source line``, `` #2`` for the second alike)

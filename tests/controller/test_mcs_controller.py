@@ -5,6 +5,7 @@ is listed, then each change, and every key again when a peer's standing changes;
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -128,8 +129,12 @@ async def test_the_leader_queues_every_key_once_listed_then_changes_then_standin
                 remote.store.create(export("new"))
                 await until(lambda: (NS, "new") in peer.cache.exports)
                 assert queued.take() == [] and not controller.syncer.ready
+                client = peer.api_client
+                assert client is not None
             finally:
                 await stopped(watching)
+            # stopped: every watch ended, the peer's connections closed
+            assert peer.api_client is None and client.rest_client.pool_manager.closed
             controller.syncer.waiting.add(key("waiting"))
             running = asyncio.create_task(controller.run())
             try:
@@ -257,3 +262,45 @@ async def test_a_leader_waits_for_this_clusters_listings(tmp_path: Path) -> None
                 assert queued.take() == [[key("web")]]
             finally:
                 await stopped(running)
+
+
+async def test_a_peer_whose_lease_expires_has_every_key_queued_again_and_no_kopf_runs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with run_emulator() as local, run_emulator() as remote:
+        await clusters(local, remote)
+        remote.store.create(export())
+        kubeconfig = tmp_path / "east.kubeconfig"
+        kubeconfig.write_text(remote.kubeconfig_path.read_text())
+        queued = Queued()
+        caplog.set_level(logging.DEBUG)
+        async with await api_client(local) as api:
+            controller = MulticlusterController(
+                api,
+                peers=(kubeconfig,),
+                config=ReconcilerConfig(controller_name=ME),
+                lease_namespace=LEASES_NS,
+                lease_prefix="eso",
+                lease_label=LEASE_LABEL,
+                peer_timeout=PEER_TIMEOUT,
+                requeue=queued,
+            )
+            peer = controller.peers[0]
+            running = asyncio.create_task(controller.run())
+            try:
+                await until(lambda: "east" in controller.leases.renewed)
+                await asyncio.sleep(PEER_TIMEOUT)
+                queued.take()
+                await asyncio.sleep(PEER_TIMEOUT)
+                assert queued.take() == []
+                remote.faults = FaultConfig(
+                    fail_rate=1.0, fault_verbs={"list"}, fault_resources={"serviceexports"}
+                )
+                await until(lambda: not peer.reachable)
+                expire(local, "east")
+                await until(lambda: bool(queued.calls))
+                assert queued.take() == [[key("web")]]  # no imported slice of it here
+            finally:
+                await stopped(running)
+        # without a client configuration this cluster is list-watched: no Kopf is started
+        assert not [r for r in caplog.records if r.name.startswith("kopf")]
