@@ -465,3 +465,17 @@ async def test_a_sync_gives_up_after_four_api_timeouts() -> None:
         with pytest.raises(TimeoutError):
             await w.syncer.sync(KEY)
         assert loop.time() - started == pytest.approx(API_TIMEOUT * 4, abs=1.0)
+
+
+async def test_an_export_in_a_namespace_being_deleted_is_no_longer_ready() -> None:
+    async with world(others=(unknown_peer(),)) as w:
+        w.exported_both()
+        await w.lease()
+        await w.sync()
+        assert w.conditions()["Ready"] == ("True", "Ready")
+        namespace = w.emu.store.get("namespaces", None, NS)
+        assert namespace is not None
+        w.cache.handler("namespaces")("DELETED", namespace)  # its exports' events still to come
+        await w.syncer.sync(KEY)
+        assert w.imported() is not None  # not removed while a peer is unknown
+        assert w.conditions()["Ready"] == ("False", "Pending")
