@@ -6,26 +6,18 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from kubernetes_asyncio import config as k8s_config
-from kubernetes_asyncio.client import ApiClient, Configuration
+from kubernetes_asyncio.client import ApiClient
 
 from endpointslice_operator.controller.budget import WriteBudget
-from endpointslice_operator.controller.events import EventRecorder
-from endpointslice_operator.controller.indexes import Indexes
 from endpointslice_operator.controller.owners.endpoint_selector import (
     EndpointCounts,
     EndpointSelectorIndex,
     EndpointSelectorSyncer,
 )
-from endpointslice_operator.controller.sync import ServiceSyncer
-from endpointslice_operator.controller.writer import SliceWriter
-from endpointslice_operator.metrics import OperatorMetrics
-from endpointslice_operator.reconciler.config import ReconcilerConfig
-from endpointslice_operator.reconciler.records import pod_record
-from endpointslice_operator.testing import Emulator, run_emulator
+from endpointslice_operator.testing import Emulator
 
-ME = "endpointslice-operator.io"
-NS = "s"
+from .sync_world import ME, NS, SyncWorld, emulated, pod_json
+
 KEY = f"endpointselector:{NS}/sel"
 BUDGET_WAIT = "endpointslice_operator_write_budget_wait_seconds_total"
 
@@ -39,47 +31,12 @@ def selector(generation: int = 1, port: int = 8080) -> dict[str, Any]:
     }
 
 
-def pod_json(name: str, ip: str, ready: bool = True) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS, "labels": {"app": "web"}},
-        "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]},
-        "status": {
-            "phase": "Running",
-            "podIPs": [{"ip": ip}],
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-        },
-    }
-
-
-class World:
+class World(SyncWorld):
     def __init__(self, emu: Emulator, api: ApiClient) -> None:
-        self.emu = emu
-        self.metrics = OperatorMetrics()
-        self.indexes = Indexes(
-            enabled_annotation=f"{ME}/enabled", selector_annotation=f"{ME}/selector", managed_by=ME
-        )
-        self.services = ServiceSyncer(
-            indexes=self.indexes,
-            writer=SliceWriter(api),
-            recorder=EventRecorder(api),
-            metrics=self.metrics,
-            config=ReconcilerConfig(controller_name=ME),
-            topology=None,
-        )
+        super().__init__(emu, api)
         self.index = EndpointSelectorIndex(self.indexes.services)
         self.index.synced = True
         self.syncer = EndpointSelectorSyncer(self.index, self.services)
-
-    def load(self) -> None:
-        """Bring the indexes up to date with the emulator (what the watches would do)."""
-        for pod in self.emu.store.list("pods", NS):
-            self.indexes.pods.put(pod_record(pod))
-        for node in self.emu.store.list("nodes"):
-            self.indexes.nodes.put(node)
-        for existing in self.emu.store.list("endpointslices", NS):
-            self.indexes.slices.put(existing)
 
     def stored(self) -> dict[str, Any]:
         """The EndpointSelector, created in the API server (its slices' owner must exist)."""
@@ -106,25 +63,11 @@ class World:
 
 @pytest.fixture
 async def world() -> AsyncIterator[World]:
-    async with run_emulator() as emu:
-        configuration = Configuration()
-        await k8s_config.load_kube_config(
-            config_file=str(emu.kubeconfig_path), client_configuration=configuration
-        )
-        async with ApiClient(configuration) as api:
-            emu.store.create_namespace(NS)
-            emu.store.registry.unserved.discard("endpointslice-operator.io")  # the CRD
-            emu.store.create(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Node",
-                    "metadata": {"name": "n1"},
-                    "status": {"conditions": [{"type": "Ready", "status": "True"}]},
-                }
-            )
-            emu.store.create(pod_json("web-0", "10.0.0.1"))
-            emu.store.create(pod_json("web-1", "10.0.0.2", ready=False))
-            yield World(emu, api)
+    async with emulated() as (emu, api):
+        emu.store.registry.unserved.discard("endpointslice-operator.io")  # the CRD
+        emu.store.create(pod_json("web-0", "10.0.0.1"))
+        emu.store.create(pod_json("web-1", "10.0.0.2", ready=False))
+        yield World(emu, api)
 
 
 async def test_a_sync_before_the_first_listing_waits(world: World) -> None:

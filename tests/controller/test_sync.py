@@ -8,108 +8,45 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from endpointslice_operator.controller.events import EventRecorder
-from endpointslice_operator.controller.indexes import Indexes
 from endpointslice_operator.controller.sync import ServiceSyncer, SyncError
-from endpointslice_operator.controller.writer import SliceWriter
-from endpointslice_operator.metrics import OperatorMetrics
-from endpointslice_operator.reconciler.config import ReconcilerConfig
-from endpointslice_operator.reconciler.records import pod_record
 from endpointslice_operator.reconciler.tracker import StaleInformerCache
-from endpointslice_operator.testing import Emulator, FaultConfig, run_emulator
+from endpointslice_operator.testing import FaultConfig
 
-ME = "endpointslice-operator.io"
-NS = "s"
+from .sync_world import ME, NS, SyncWorld, emulated, pod_json
 
 
-class World:
-    def __init__(self, emu: Emulator, api: ApiClient) -> None:
-        self.emu = emu
-        self.metrics = OperatorMetrics()
-        self.indexes = Indexes(
-            enabled_annotation=f"{ME}/enabled", selector_annotation=f"{ME}/selector", managed_by=ME
-        )
-        self.syncer = ServiceSyncer(
-            indexes=self.indexes,
-            writer=SliceWriter(api),
-            recorder=EventRecorder(api),
-            metrics=self.metrics,
-            config=ReconcilerConfig(controller_name=ME),
-            topology=None,
-        )
-
-    def load(self) -> None:
-        """Bring the indexes up to date with the emulator (what the watches would do)."""
-        for svc in self.emu.store.list("services", NS):
-            self.indexes.services.upsert(svc)
-        for pod in self.emu.store.list("pods", NS):
-            self.indexes.pods.put(pod_record(pod))
-        for node in self.emu.store.list("nodes"):
-            self.indexes.nodes.put(node)
-        for existing in self.emu.store.list("endpointslices", NS):
-            self.indexes.slices.put(existing)
-
-    def writes(self, verb: str) -> int:
-        return self.emu.requests.count(verb=verb, resource="endpointslices")
-
-    def synced(self, result: str) -> float | None:
-        return self.metrics.sample_value("endpoint_slice_controller_syncs", {"result": result})
+class World(SyncWorld):
+    @property
+    def syncer(self) -> ServiceSyncer:
+        return self.services
 
 
 @pytest.fixture
 async def world() -> AsyncIterator[World]:
-    async with run_emulator() as emu:
-        configuration = Configuration()
-        await k8s_config.load_kube_config(
-            config_file=str(emu.kubeconfig_path), client_configuration=configuration
+    async with emulated() as (emu, api):
+        emu.store.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {
+                    "name": "web",
+                    "namespace": NS,
+                    "annotations": {f"{ME}/enabled": "true"},
+                },
+                "spec": {
+                    "selector": {"app": "web"},
+                    "ports": [{"port": 80, "targetPort": 8080}],
+                },
+            }
         )
-        async with ApiClient(configuration) as api:
-            emu.store.create_namespace(NS)
-            emu.store.create(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Node",
-                    "metadata": {"name": "n1"},
-                    "status": {"conditions": [{"type": "Ready", "status": "True"}]},
-                }
-            )
-            emu.store.create(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Service",
-                    "metadata": {
-                        "name": "web",
-                        "namespace": NS,
-                        "annotations": {f"{ME}/enabled": "true"},
-                    },
-                    "spec": {
-                        "selector": {"app": "web"},
-                        "ports": [{"port": 80, "targetPort": 8080}],
-                    },
-                }
-            )
-            emu.store.create(pod_json("web-0", "10.0.0.1"))
-            yield World(emu, api)
-
-
-def pod_json(name: str, ip: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS, "labels": {"app": "web"}},
-        "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]},
-        "status": {
-            "phase": "Running",
-            "podIPs": [{"ip": ip}],
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+        emu.store.create(pod_json("web-0", "10.0.0.1"))
+        yield World(emu, api)
 
 
 async def test_sync_writes_then_refuses_a_stale_cache(world: World) -> None:

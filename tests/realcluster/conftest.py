@@ -22,6 +22,7 @@ import pytest
 from endpointslice_operator.testing.controlplane import ControlPlane, missing_assets
 from tests.realcluster import objects
 from tests.realcluster.kube import Kube
+from tests.realcluster.mcs_clusters import extra_plane
 from tests.realcluster.operator_process import OperatorProcess, running
 
 SKIP_REASON = (
@@ -104,6 +105,24 @@ async def ns(kube: Kube, request: pytest.FixtureRequest) -> AsyncIterator[str]:
     )
     yield name
     await kube.delete(f"/api/v1/namespaces/{name}")
+
+
+@pytest.fixture(scope="module")
+def west_plane(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
+    """A second control plane ("west"; the session's is "east") for one module's
+    multi-cluster tests: etcd and kube-apiserver, stopped by PID after the module."""
+    if cluster.plane is None:
+        pytest.skip("needs KUBEBUILDER_ASSETS: a second control plane is started")
+    module = request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+    with extra_plane(assets_dir(), f"{module}-west") as plane:
+        yield plane
+
+
+@pytest.fixture
+async def west(west_plane: ControlPlane) -> AsyncIterator[Kube]:
+    """A client of :func:`west_plane`."""
+    async with await Kube.load(west_plane.kubeconfig) as client:
+        yield client
 
 
 @pytest.fixture

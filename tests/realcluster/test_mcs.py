@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import pytest
 from endpointslice_operator.reconciler.mcs import derived_service_name
 from endpointslice_operator.testing.controlplane import ControlPlane
 from tests.realcluster import objects as o
-from tests.realcluster.conftest import Cluster, assets_dir
+from tests.realcluster.conftest import Cluster
 from tests.realcluster.kube import Kube, eventually
 from tests.realcluster.mcs_clusters import (
     DEADLINE,
@@ -25,7 +24,6 @@ from tests.realcluster.mcs_clusters import (
     cluster_id,
     conditions,
     export,
-    extra_plane,
     import_of,
     imported_slices,
 )
@@ -33,20 +31,6 @@ from tests.realcluster.mcs_crds import install_crds
 from tests.realcluster.operator_process import running
 
 pytestmark = pytest.mark.realcluster
-
-
-@pytest.fixture(scope="module")
-def west_plane(cluster: Cluster) -> Iterator[ControlPlane]:
-    if cluster.plane is None:
-        pytest.skip("needs KUBEBUILDER_ASSETS: a second control plane is started")
-    with extra_plane(assets_dir(), "west") as plane:
-        yield plane
-
-
-@pytest.fixture
-async def west(west_plane: ControlPlane) -> AsyncIterator[Kube]:
-    async with await Kube.load(west_plane.kubeconfig) as client:
-        yield client
 
 
 async def test_export_in_east_is_imported_in_both_clusters_and_follows_readiness(

@@ -5,7 +5,6 @@ and once they have written it, the plan made from the clusters' objects has no w
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,6 @@ import yaml
 from endpointslice_operator.plan_cli import main
 from endpointslice_operator.testing.controlplane import ControlPlane
 from tests.realcluster import objects as o
-from tests.realcluster.conftest import Cluster, assets_dir
 from tests.realcluster.kube import Kube, eventually
 from tests.realcluster.mcs_clusters import (
     CLUSTER_PROPERTY,
@@ -23,27 +21,12 @@ from tests.realcluster.mcs_clusters import (
     by_source,
     conditions,
     export,
-    extra_plane,
     import_of,
     imported_slices,
 )
 from tests.realcluster.test_mcs import operators, prepare, settled
 
 pytestmark = pytest.mark.realcluster
-
-
-@pytest.fixture(scope="module")
-def west_plane(cluster: Cluster) -> Iterator[ControlPlane]:
-    if cluster.plane is None:
-        pytest.skip("needs KUBEBUILDER_ASSETS: a second control plane is started")
-    with extra_plane(assets_dir(), "plan-west") as plane:
-        yield plane
-
-
-@pytest.fixture
-async def west(west_plane: ControlPlane) -> AsyncIterator[Kube]:
-    async with await Kube.load(west_plane.kubeconfig) as client:
-        yield client
 
 
 async def dump(client: Kube, ns: str, folder: Path, *, local: bool) -> Path:
