@@ -261,7 +261,11 @@ async def test_a_service_not_ours_at_the_derived_name_is_left_alone() -> None:
         derived = w.derived()
         assert derived is not None and derived["spec"]["ports"][0]["port"] == 9
         assert "ownerReferences" not in derived["metadata"]
-        assert set(w.slices()) == {"east", "west"}
+        # no slice of ours gives that Service the clusterset's endpoints; this cluster's
+        # export tells why it is not Ready
+        assert w.slices() == {}
+        assert w.conditions()["Ready"] == ("False", "Failed")
+        assert "is not ours" in w.export_here()["status"]["conditions"][1]["message"]
         w.emu.store.delete("serviceexports", NS, "web")
         w.remote.store.delete("serviceexports", NS, "web")
         await w.sync()
@@ -479,3 +483,21 @@ async def test_an_export_in_a_namespace_being_deleted_is_no_longer_ready() -> No
         await w.syncer.sync(KEY)
         assert w.imported() is not None  # not removed while a peer is unknown
         assert w.conditions()["Ready"] == ("False", "Pending")
+
+
+async def test_imported_slices_are_deleted_when_a_service_not_ours_takes_the_derived_name() -> None:
+    async with world() as w:
+        w.exported_both()
+        await w.lease()
+        await w.sync()
+        assert set(w.slices()) == {"east", "west"}
+        w.emu.store.delete("services", NS, DERIVED)
+        w.emu.store.create(service(DERIVED, port=9))  # someone else's, before our next sync
+        await w.sync()
+        assert w.slices() == {} and w.conditions()["Ready"] == ("False", "Failed")
+        await w.sync()  # nothing more to delete
+        assert w.emu.requests.count(verb="delete", resource="endpointslices") == 2
+        w.emu.store.delete("services", NS, DERIVED)  # gone: ours again
+        await w.sync()
+        assert set(w.slices()) == {"east", "west"}
+        assert w.conditions()["Ready"] == ("True", "Ready")
