@@ -265,7 +265,10 @@ async def test_a_service_not_ours_at_the_derived_name_is_left_alone() -> None:
         # export tells why it is not Ready
         assert w.slices() == {}
         assert w.conditions()["Ready"] == ("False", "Failed")
-        assert "is not ours" in w.export_here()["status"]["conditions"][1]["message"]
+        (ready,) = [c for c in w.export_here()["status"]["conditions"] if c["type"] == "Ready"]
+        assert (
+            ready["message"] == f"Service {NS}/{DERIVED} (the derived Service's name) is not ours"
+        )
         w.emu.store.delete("serviceexports", NS, "web")
         w.remote.store.delete("serviceexports", NS, "web")
         await w.sync()
