@@ -4,7 +4,15 @@ endpoint with its source cluster; the Service path's view is unchanged (pure).""
 from __future__ import annotations
 
 from endpointslice_operator.testing import run_emulator
-from endpointslice_operator.view import Change, Endpoint, EndpointKey, EndpointView, ServiceFilter
+from endpointslice_operator.view import (
+    Change,
+    Endpoint,
+    EndpointKey,
+    EndpointView,
+    ServiceFilter,
+    open_api_client,
+    snapshot,
+)
 from tests.view.objects import JSON, NS, OURS, endpoint, endpoint_slice, service
 from tests.view.test_endpoints_cli import run_cli
 
@@ -105,3 +113,16 @@ async def test_the_command_refuses_mixing_and_says_when_imports_are_not_served()
     assert (code, out) == (1, "")
     assert err.startswith("endpointslice-operator endpoints: the API server refused to list ")
     assert "serviceimports" in err and err.count("\n") == 1
+
+
+async def test_the_view_of_a_service_import_over_http() -> None:
+    async with run_emulator() as emu:
+        for group in ("multicluster.x-k8s.io", "about.k8s.io"):
+            emu.store.registry.unserved.discard(group)  # the CRDs installed
+        emu.store.create_namespace(NS)
+        emu.store.create(service_import("web", [("http", 80)]))
+        emu.store.create(imported("web-east", "east", ["10.0.7.1"]))
+        emu.store.create(imported("web-west", "west", ["10.0.8.1"]))
+        async with await open_api_client(emu.kubeconfig_path) as api:
+            found = await snapshot(api, service_imports="web")
+    assert clusters(found) == {"10.0.7.1": "east", "10.0.8.1": "west"}
