@@ -32,6 +32,19 @@ from tests.controller.mcs_world import (
 pytestmark = pytest.mark.looptime
 
 CLUSTERS = "endpointslice_operator.controller.mcs.clusters"
+JUNK_CA_KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {{server: "https://127.0.0.1:1", certificate-authority: "{ca}"}}
+users:
+- name: u
+  user: {{token: t}}
+contexts:
+- name: x
+  context: {{cluster: c, user: u}}
+current-context: x
+"""
 
 
 async def until(condition: Callable[[], bool], seconds: float = 60.0) -> None:
@@ -172,6 +185,13 @@ async def test_a_peer_is_watched_once_its_kubeconfig_loads_and_probed_while_it_a
                 await asyncio.sleep(12)  # no kubeconfig yet: retried every 5 s
                 assert not peer.reachable and peer.api_client is None
                 assert caplog.text.count("cannot load its kubeconfig") == 3
+                # one whose CA file holds no certificate: no client can be made, tried again
+                (tmp_path / "ca.crt").write_text("not a certificate\n")
+                kubeconfig.write_text(JUNK_CA_KUBECONFIG.format(ca=tmp_path / "ca.crt"))
+                await asyncio.sleep(10)
+                assert not running.done() and peer.api_client is None
+                assert "no certificate" in caplog.text
+                assert caplog.text.count("cannot load its kubeconfig") == 5
                 kubeconfig.write_text(remote.kubeconfig_path.read_text())
                 await until(lambda: peer.cache.complete and "east" in book.renewed)
                 assert peer.reachable and peer.api_client is not None
