@@ -165,6 +165,13 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/view/test_watch.py",
         "tests/view/test_service_import_view.py",
     ),
+    # EndpointSelectors' owners (controller/owners/endpoint_selector_*)
+    "endpointslice_operator/controller/owners/endpoint_selector_status.py": (
+        "tests/controller/test_endpoint_selector_status.py",
+    ),
+    "endpointslice_operator/controller/owners/endpoint_selector_watch.py": (
+        "tests/controller/test_endpoint_selector_watch.py",
+    ),
 }
 """The modules under mutation testing and the tests that must notice a change in each."""
 

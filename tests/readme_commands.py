@@ -14,7 +14,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 
-PROGRAMS = ("make", "kubectl", "helm", "docker", "kind", "endpointslice-operator", "source")
+PROGRAMS: tuple[str, ...] = (
+    "make",
+    "kubectl",
+    "helm",
+    "docker",
+    "kind",
+    "endpointslice-operator",
+    "source",
+)
 PROGRAMS += ("export", "kube-controller-manager")
 
 _FENCE = re.compile(r"```sh\n(.*?)```", re.S)

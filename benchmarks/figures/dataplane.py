@@ -28,6 +28,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from endpointslice_operator.testing.controlplane import missing_assets
@@ -48,6 +49,11 @@ Samples = dict[str, dict[str, list[float]]]
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _equals(expected: Programmed) -> Callable[[Programmed], bool]:
+    """A check of a Service's rules: they send to exactly ``expected``."""
+    return lambda rules: rules == expected
 
 
 def measure(dc: DataplaneCluster, flips_each_way: int, name: str = "flip") -> Samples:
@@ -74,7 +80,7 @@ def measure(dc: DataplaneCluster, flips_each_way: int, name: str = "flip") -> Sa
         dc.wait_rules({keys[c]: every[c] for c in (OURS, KCM)})
         watch = dc.net.watch_rules(list(keys.values()))
         for controller in (OURS, KCM):  # the watcher's first dump
-            watch.first(keys[controller], 0.0, lambda rules, c=controller: rules == every[c])
+            watch.first(keys[controller], 0.0, _equals(every[controller]))
         for flip in range(2 * flips_each_way):
             ready = flip % 2 == 1
             order = (OURS, KCM) if (flip // 2) % 2 == 0 else (KCM, OURS)

@@ -201,7 +201,7 @@ async def _events_through_operator(
 
 async def _events_plain_watch(
     session: aiohttp.ClientSession, emulator: EmulatorHandle, scenario: Scenario, count: int
-) -> tuple[float, float]:
+) -> tuple[float, float, float]:
     """Flip the same pods back; (events/s a plain client receives and decodes them at, its
     CPU seconds per event, the emulator's CPU seconds per event)."""
     pods_url = emulator.url + LISTS[0].format(namespace=scenario.namespace)

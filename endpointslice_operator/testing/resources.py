@@ -130,24 +130,26 @@ RESOURCES: tuple[ResourceInfo, ...] = (
         "apps", "v1", "replicasets", "replicaset", "ReplicaSet", True, ("rs",), ("all",),
         subresources=("status", "scale"), reset_status_on_create=True,
     ),
-    # A custom resource (endpointslice-operator.io's EndpointSelector CRD): unserved until a
-    # test "installs" it (UNSERVED_BY_DEFAULT).
+    # Custom resources (CRDs) are unserved until a test "installs" them (UNSERVED_BY_DEFAULT).
+    # endpointslice-operator.io's EndpointSelector:
     ResourceInfo(
         "endpointslice-operator.io", "v1alpha1", "endpointselectors", "endpointselector",
-        "EndpointSelector", True, subresources=("status",),
+        "EndpointSelector", True, ("esel",), subresources=("status",),
     ),
-    # The Multi-Cluster Services CRDs (deploy/crds/): unserved until a test installs them.
+    # Multi-Cluster Services (deploy/crds/, the storage version): unserved until a test installs
+    # the CRDs.
     ResourceInfo(
         "multicluster.x-k8s.io", "v1beta1", "serviceexports", "serviceexport", "ServiceExport",
-        True, ("svcex",), subresources=("status",), reset_status_on_create=True,
+        True, ("svcex", "svcexport"), subresources=("status",),
     ),
     ResourceInfo(
         "multicluster.x-k8s.io", "v1beta1", "serviceimports", "serviceimport", "ServiceImport",
-        True, ("svcim",), subresources=("status",), reset_status_on_create=True,
+        True, ("svcim", "svcimport"), subresources=("status",),
     ),
+    # about.k8s.io's ClusterProperty (deploy/crds/, the cluster id of Multi-Cluster Services).
     ResourceInfo(
         "about.k8s.io", "v1beta1", "clusterproperties", "clusterproperty", "ClusterProperty",
-        False,
+        False, categories=("multicluster",), subresources=("status",),
     ),
     ResourceInfo(
         "resource.k8s.io", "v1", "resourceclaims", "resourceclaim", "ResourceClaim", True,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -24,6 +25,11 @@ async def get(port: int, path: str) -> tuple[int, str]:
     async with aiohttp.ClientSession() as session:
         async with session.get(f"http://127.0.0.1:{port}{path}") as response:
             return response.status, await response.text()
+
+
+def _uid(service: dict[str, Any] | None) -> str:
+    assert service is not None
+    return str(service["metadata"]["uid"])
 
 
 def first_life(emu: Emulator) -> None:
@@ -57,12 +63,12 @@ async def test_operator_converges_on_a_server_that_came_back_empty(
         task = asyncio.create_task(operator.run())
         await eventually(lambda: addresses(old, "web") == {"10.1.0.1", "10.1.0.2"}, timeout=60)
         await eventually(lambda: addresses(old, "old-only") == {"10.1.9.1"})
-        old_uid = old.store.get("services", "e2e", "web")["metadata"]["uid"]
+        old_uid = _uid(old.store.get("services", "e2e", "web"))
     try:
         await asyncio.sleep(watch_gap)  # the watches retry against nothing meanwhile
         async with run_emulator(port=port, kubeconfig_path=kubeconfig, seed=2) as new:
             second_life(new)
-            new_uid = new.store.get("services", "e2e", "web")["metadata"]["uid"]
+            new_uid = _uid(new.store.get("services", "e2e", "web"))
             assert new_uid != old_uid
             assert new.store.resource_version < old.store.resource_version
 

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import yaml
+
 from endpointslice_operator.testing import Emulator, protobuf
+from endpointslice_operator.testing.resources import UNSERVED_BY_DEFAULT
 from tests.emulator.conftest import Client
+
+CRD_DIR = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 
 
 async def test_version(client: Client) -> None:
@@ -107,5 +114,55 @@ async def test_openapi_v2_is_an_empty_document(client: Client) -> None:
         raw = await response.read()
     fields = dict(protobuf.fields(raw))
     assert fields[1] == b"2.0"  # swagger
-    assert dict(protobuf.fields(fields[2]))[1] == b"Kubernetes"  # info.title
+    info = fields[2]
+    assert isinstance(info, bytes)
+    assert dict(protobuf.fields(info))[1] == b"Kubernetes"  # info.title
     assert fields[8] == b""  # paths
+
+
+async def test_the_custom_resources_are_the_crds_of_deploy_and_served_once_installed(
+    emu: Emulator, client: Client
+) -> None:
+    # The emulator's stand-ins for installing deploy/crds/ (a test discards the group from
+    # registry.unserved): named, scoped and with the subresources of the CRD's storage version.
+    crds = {
+        doc["spec"]["names"]["plural"]: doc
+        for path in sorted(CRD_DIR.glob("*.yaml"))
+        for doc in [yaml.safe_load(path.read_text(encoding="utf-8"))]
+    }
+    registry = emu.store.registry
+    custom = [r for r in registry.resources if r.group in UNSERVED_BY_DEFAULT]
+    assert {r.plural for r in custom} == {
+        "endpointselectors",
+        "serviceexports",
+        "serviceimports",
+        "clusterproperties",
+    }
+    for info in custom:
+        spec = crds[info.plural]["spec"]
+        (storage,) = [v for v in spec["versions"] if v["storage"]]
+        names = spec["names"]
+        assert (info.group, info.version, info.kind, info.singular) == (
+            spec["group"],
+            storage["name"],
+            names["kind"],
+            names["singular"],
+        )
+        assert info.namespaced == (spec["scope"] == "Namespaced")
+        assert list(info.short_names) == names.get("shortNames", [])
+        assert list(info.categories) == names.get("categories", [])
+        assert list(info.subresources) == list(storage.get("subresources") or {})
+    status, body = await client.get("/apis")
+    assert not {r.group for r in custom} & {g["name"] for g in body["groups"]}
+    status, body = await client.get("/apis/multicluster.x-k8s.io/v1beta1/serviceimports")
+    assert (status, body) == (404, "404 page not found\n")
+    registry.unserved.discard("multicluster.x-k8s.io")
+    status, body = await client.get("/apis/multicluster.x-k8s.io/v1beta1")
+    assert [r["name"] for r in body["resources"]] == [
+        "serviceexports",
+        "serviceexports/status",
+        "serviceimports",
+        "serviceimports/status",
+    ]
+    status, body = await client.get("/apis/multicluster.x-k8s.io/v1beta1/serviceimports")
+    assert status == 200 and body["kind"] == "ServiceImportList"

@@ -76,7 +76,7 @@ async def test_nodes_are_ready_in_zones(cluster: tuple[Emulator, Client]) -> Non
 
 async def test_a_pod_is_scheduled_started_and_ready(cluster: tuple[Emulator, Client]) -> None:
     emu, client = cluster
-    body = {
+    body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "solo", "labels": {"app": "web"}},
@@ -85,6 +85,7 @@ async def test_a_pod_is_scheduled_started_and_ready(cluster: tuple[Emulator, Cli
     status, created = await client.post("/api/v1/namespaces/default/pods", body)
     assert status == 201 and created["status"]["phase"] == "Pending"
     pod = await eventually(lambda: ready(p := pods(emu)[0]) and p)
+    assert pod  # (eventually returned it: ready)
     assert pod["spec"]["nodeName"] == "node-1"
     assert pod["status"]["phase"] == "Running"
     assert pod["status"]["podIP"] == "10.244.1.2"
@@ -101,6 +102,7 @@ async def test_a_pod_is_scheduled_started_and_ready(cluster: tuple[Emulator, Cli
     body["metadata"]["name"] = "again"
     await client.post("/api/v1/namespaces/default/pods", body)
     again = await eventually(lambda: ready(p := pods(emu)[0]) and p)
+    assert again
     assert again["status"]["podIP"] == "10.244.1.2"
 
 

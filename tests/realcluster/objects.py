@@ -24,7 +24,7 @@ async def node(kube: Kube, name: str, zone: str | None = "zone-a", *, cpu: str =
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}},
     )
     assert status in (200, 409), body
-    return await kube.patch(  # type: ignore[no-any-return]
+    return await kube.patch(
         f"/api/v1/nodes/{name}/status",
         {
             "status": {

@@ -120,8 +120,10 @@ class OperatorProcess:
 
     async def stop(self, sig: int = signal.SIGTERM) -> int:
         """Signal the process by its PID and wait; SIGKILL if it does not stop in time."""
-        if self.process is None or self.process.returncode is not None:
-            return self.process.returncode if self.process else 0
+        if self.process is None:
+            return 0
+        if self.process.returncode is not None:
+            return self.process.returncode
         self.process.send_signal(sig)
         try:
             return await asyncio.wait_for(self.process.wait(), STOP_SECONDS)

@@ -167,7 +167,7 @@ LEASE = {
     "metadata": {"name": "conf"},
     "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15},
 }
-EVENT = {
+EVENT: dict[str, Any] = {
     "apiVersion": "v1",
     "kind": "Event",
     "metadata": {"name": "web.conf"},

@@ -119,7 +119,7 @@ async def test_the_operator_runs_under_the_charts_rbac_and_nothing_more(
             assert not re.search(r"\b403\b|Forbidden", operator.log()), operator.log()[-3000:]
 
         async with await Kube.load(kubeconfig) as restricted:
-            beyond = [
+            beyond: list[tuple[str, str, dict[str, Any] | None]] = [
                 ("GET", f"/api/v1/namespaces/{ns}/secrets", None),
                 ("GET", f"/api/v1/namespaces/{ns}/configmaps", None),
                 ("PATCH", f"/api/v1/namespaces/{ns}/pods/web-0", {"metadata": {"labels": {}}}),

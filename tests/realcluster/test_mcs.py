@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -107,12 +108,12 @@ async def test_export_in_east_is_imported_in_both_clusters_and_follows_readiness
         try:
             await eventually(exported, timeout=DEADLINE)
             for client in (west, kube):
-                await eventually(lambda c=client: imported(c), timeout=DEADLINE)
-                await eventually(lambda c=client: slices_ready(c, True), timeout=DEADLINE)
+                await eventually(partial(imported, client), timeout=DEADLINE)
+                await eventually(partial(slices_ready, client, True), timeout=DEADLINE)
             # A readiness flip in east reaches the imported slices of both clusters.
             await o.set_ready(kube, ns, "web-0", False, at="2026-01-01T00:01:00Z")
             for client in (west, kube):
-                await eventually(lambda c=client: slices_ready(c, False), timeout=DEADLINE)
+                await eventually(partial(slices_ready, client, False), timeout=DEADLINE)
             # A scale-up past 100 endpoints: more than one imported slice, all from east.
             sem = asyncio.Semaphore(8)
 
@@ -131,7 +132,7 @@ async def test_export_in_east_is_imported_in_both_clusters_and_follows_readiness
                 return True
 
             for client in (west, kube):
-                await eventually(lambda c=client: scaled(c), timeout=90)
+                await eventually(partial(scaled, client), timeout=90)
             # The endpoint view of the import in west: every endpoint, its source cluster.
             view = await endpoints_command(
                 west, "--service-import", "web", "-n", ns, "--policy", "all", "-o", "json"
@@ -148,7 +149,7 @@ async def test_export_in_east_is_imported_in_both_clusters_and_follows_readiness
                 )
             wanted -= {f"10.1.1.{i + 1}" for i in range(5)}
             for client in (west, kube):
-                await eventually(lambda c=client: scaled(c), timeout=90)
+                await eventually(partial(scaled, client), timeout=90)
             # Unexported: the import, its derived Service and slices are gone within 20 s.
             await kube.delete(f"{MCS}/namespaces/{ns}/serviceexports/web")
 
@@ -165,7 +166,7 @@ async def test_export_in_east_is_imported_in_both_clusters_and_follows_readiness
                 return True
 
             for client in (west, kube):
-                await eventually(lambda c=client: gone(c), timeout=20)
+                await eventually(partial(gone, client), timeout=20)
         except AssertionError as exc:
             raise AssertionError(
                 f"{exc}\n--- east:\n{east_op.log()[-3000:]}\n--- west:\n{west_op.log()[-3000:]}"
@@ -268,7 +269,7 @@ async def test_the_same_service_exported_from_two_clusters(
                 return True
 
             for client in (kube, west):
-                await eventually(lambda c=client: east_only(c), timeout=DEADLINE)
+                await eventually(partial(east_only, client), timeout=DEADLINE)
             await export(west, ns, "web")  # younger: east's export decides
 
             async def merged(client: Kube) -> bool:
@@ -301,8 +302,8 @@ async def test_the_same_service_exported_from_two_clusters(
                 return True
 
             for client in (kube, west):
-                await eventually(lambda c=client: merged(c), timeout=DEADLINE)
-                await eventually(lambda c=client: port_conflict(c), timeout=DEADLINE)
+                await eventually(partial(merged, client), timeout=DEADLINE)
+                await eventually(partial(port_conflict, client), timeout=DEADLINE)
             # West unexports: its endpoints leave both imports, the conflict clears.
             await west.delete(f"{MCS}/namespaces/{ns}/serviceexports/web")
 
@@ -312,7 +313,7 @@ async def test_the_same_service_exported_from_two_clusters(
                 return True
 
             for client in (kube, west):
-                await eventually(lambda c=client: east_only(c), timeout=DEADLINE)
+                await eventually(partial(east_only, client), timeout=DEADLINE)
             await eventually(no_conflict, timeout=DEADLINE)
         except AssertionError as exc:
             raise AssertionError(
@@ -403,7 +404,7 @@ async def test_restart_costs_no_write_and_cleans_up_exports_gone_meanwhile(
             return True
 
         for client in (kube, west):
-            await eventually(lambda c=client: gone(c), timeout=DEADLINE)
+            await eventually(partial(gone, client), timeout=DEADLINE)
     await west.delete(f"/api/v1/namespaces/{ns}")
 
 
@@ -442,10 +443,10 @@ async def test_headless_and_external_name_exports(
                 return True
 
             for client in (west, kube):
-                await eventually(lambda c=client: headless(c), timeout=DEADLINE)
+                await eventually(partial(headless, client), timeout=DEADLINE)
             await eventually(invalid, timeout=DEADLINE)
             for op in (east_op, west_op):
-                await eventually(lambda o_=op: settled(o_), timeout=DEADLINE)
+                await eventually(partial(settled, op), timeout=DEADLINE)
             for client in (west, kube):
                 status, _ = await client.status_of(
                     "GET", f"{MCS}/namespaces/{ns}/serviceimports/ext"
@@ -587,5 +588,5 @@ async def test_a_standby_keeps_warm_caches_and_takes_over_without_writes(
             return True
 
         for client in (kube, west):
-            await eventually(lambda c=client: flipped(c), timeout=DEADLINE)
+            await eventually(partial(flipped, client), timeout=DEADLINE)
     await west.delete(f"/api/v1/namespaces/{ns}")

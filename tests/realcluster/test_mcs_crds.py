@@ -4,6 +4,7 @@ schema, status subresources, validation, and the protected-group approval annota
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 
@@ -58,7 +59,7 @@ async def test_service_export_both_versions_and_status(kube: Kube, ns: str) -> N
 
 async def test_service_import_schema(kube: Kube, ns: str) -> None:
     await install_crds(kube)
-    body = {
+    body: dict[str, Any] = {
         "apiVersion": "multicluster.x-k8s.io/v1beta1",
         "kind": "ServiceImport",
         "metadata": {"name": "web", "namespace": ns},

@@ -120,17 +120,17 @@ async def test_the_plan_predicts_the_import_and_is_empty_once_it_is_written(
         ]
         (before / path.name).write_text(json.dumps(body))
     out, err = plan(capsys, before, west_dir)
-    written = [
+    planned = [
         (chunk.partition("\n")[0], yaml.safe_load(chunk.partition("\n")[2]))
         for chunk in out.split("---\n")
     ]
-    documents = dict(written)  # by head: one ServiceImport, and its status
+    documents = dict(planned)  # by head: one ServiceImport, and its status
     predicted = documents["# create serviceimport " + f"{ns}/web"]
     assert predicted["spec"]["ports"] == actual["spec"]["ports"]
     assert predicted["spec"]["type"] == actual["spec"]["type"]
     status_write = documents[f"# status serviceimport {ns}/web"]
     assert status_write["status"]["clusters"] == actual["status"]["clusters"]
-    slices = [body for head, body in written if head.startswith(f"# create {ns}/")]
+    slices = [body for head, body in planned if head.startswith(f"# create {ns}/")]
     assert by_source(slices) == by_source(actual_slices)
     assert sorted(
         (s["metadata"]["labels"]["multicluster.kubernetes.io/source-cluster"], s["ports"])

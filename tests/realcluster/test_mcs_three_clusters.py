@@ -11,6 +11,7 @@ import contextlib
 import re
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -174,7 +175,7 @@ async def test_two_exporting_clusters_and_one_consumer(
             return True
 
         for client in everyone:
-            await eventually(lambda c=client: from_c1_only(c), timeout=DEADLINE)
+            await eventually(partial(from_c1_only, client), timeout=DEADLINE)
         await export(c2.kube, ns, "web")
         await created_before(c1.kube, c2.kube, ns, "web")
 
@@ -197,9 +198,9 @@ async def test_two_exporting_clusters_and_one_consumer(
             return True
 
         for client in (c3.kube, c1.kube, c2.kube):
-            await eventually(lambda c=client: merged(c), timeout=DEADLINE)
+            await eventually(partial(merged, client), timeout=DEADLINE)
         for client in (c1.kube, c2.kube):
-            await eventually(lambda c=client: port_conflict(c), timeout=DEADLINE)
+            await eventually(partial(port_conflict, client), timeout=DEADLINE)
         status, _ = await c3.kube.status_of("GET", f"{MCS}/namespaces/{ns}/serviceexports/web")
         assert status == 404  # c3 only consumes
 
@@ -220,7 +221,7 @@ async def test_two_exporting_clusters_and_one_consumer(
             return True
 
         for client in (c3.kube, c1.kube, c2.kube):
-            await eventually(lambda c=client: from_c2_only(c), timeout=DEADLINE)
+            await eventually(partial(from_c2_only, client), timeout=DEADLINE)
         await eventually(no_conflict, timeout=DEADLINE)
 
         # The last export goes: the import, its derived Service and slices leave all three.
@@ -273,9 +274,9 @@ async def test_headless_and_cluster_ip_the_oldest_export_wins_in_all_three(
             return True
 
         for member in (c3, c1, c2):
-            await eventually(lambda c=member.kube: headless(c), timeout=DEADLINE)
+            await eventually(partial(headless, member.kube), timeout=DEADLINE)
         for member in (c1, c2):
-            await eventually(lambda c=member.kube: type_conflict(c), timeout=DEADLINE)
+            await eventually(partial(type_conflict, member.kube), timeout=DEADLINE)
 
 
 async def test_the_peer_identity_reads_what_the_operator_needs_and_writes_nothing(

@@ -250,9 +250,9 @@ class Harness:
         for slice_ in plan.updates:
             self.tracker.update(self.client.update(slice_))
             self.tally.num_updated += 1
-        for slice_ in plan.deletes:
-            self.client.delete(slice_)
-            self.tracker.expect_deletion(slice_)
+        for gone in plan.deletes:
+            self.client.delete(gone)
+            self.tracker.expect_deletion(gone)
             self.tally.num_deleted += 1
         for address_type, metrics in plan.metrics.items():
             self.tally.added_per_sync += metrics.added

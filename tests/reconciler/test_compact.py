@@ -48,7 +48,8 @@ def _planned_slice() -> dict[str, Any]:
     pods = [_pod(i) for i in range(1, 7)]
     (created,) = plan_service(_service(), pods, _NODES, [], config).creates
     created["metadata"].update(name="web-abc", uid="slice-uid", resourceVersion="5")
-    return _decoded(created)
+    decoded: dict[str, Any] = _decoded(created)
+    return decoded
 
 
 def test_the_result_is_the_same_json() -> None:

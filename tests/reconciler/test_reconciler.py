@@ -197,7 +197,7 @@ def _reconcile_1_endpoint_slice_cases() -> list[Any]:
     ("existing", "want_update", "want_metrics"), _reconcile_1_endpoint_slice_cases()
 )
 def test_reconcile_1_endpoint_slice(
-    existing: Json | None, want_update: bool, want_metrics: dict[str, int]
+    existing: Json | None, want_update: bool, want_metrics: dict[str, Any]
 ) -> None:
     svc, _ = new_service_and_endpoint_meta("foo", NS)
     h = Harness()
@@ -800,7 +800,7 @@ def test_reconciler_pod_missing_node(
     publish_not_ready: bool,
     existing_nodes: list[str],
     existing_slice: str | None,
-    metrics: dict[str, int],
+    metrics: dict[str, Any],
     expect_error: bool,
 ) -> None:
     pods = [new_pod(0, NS, True, 1, False), new_pod(1, NS, True, 1, False)]
@@ -820,7 +820,7 @@ def test_reconciler_pod_missing_node(
     if expect_error:
         assert any("Node node-1 Not Found" in e for e in plan.errors)
     assert len(h.client.list()) == 1
-    h.expect_metrics(desired_slices=1, actual_slices=1, **metrics)  # type: ignore[arg-type]
+    h.expect_metrics(desired_slices=1, actual_slices=1, **metrics)
 
 
 def _zone_node(name: str, zone: str) -> Json:
@@ -947,7 +947,7 @@ def test_reconcile_topology(
     slice_names: list[str],
     expected_hints: dict[str, int] | None,
     cross_zone: int,
-    metrics: dict[str, int],
+    metrics: dict[str, Any],
     actual_slices: int,
 ) -> None:
     from endpointslice_operator.reconciler import TopologyCache
@@ -968,7 +968,7 @@ def test_reconcile_topology(
         desired_slices=1,
         actual_slices=actual_slices,
         added_per_sync=0,
-        **metrics,  # type: ignore[arg-type]
+        **metrics,
     )
     fetched = h.client.list()
     assert len(fetched) == actual_slices
@@ -1066,7 +1066,7 @@ def test_reconcile_traffic_distribution(
     by_zone: dict[str, int],
     by_node: dict[str, int] | None,
     cross_zone: int,
-    metrics: dict[str, int],
+    metrics: dict[str, Any],
     by_td: dict[str, int] | None,
 ) -> None:
     from endpointslice_operator.reconciler import TopologyCache
@@ -1110,7 +1110,7 @@ def test_reconcile_traffic_distribution(
         added_per_sync=6,
         num_created=1,
         services_count_by_traffic_distribution=by_td,
-        **metrics,  # type: ignore[arg-type]
+        **metrics,
     )
 
 

@@ -506,8 +506,8 @@ def test_hostname_only_for_a_pod_of_the_services_subdomain_and_namespace(
     pod is in the Service's namespace."""
     service = {"metadata": {"name": "s", "namespace": "ns"}, "spec": {"ports": [{"port": 80}]}}
     pod: dict[str, Any] = _pod(podIPs=[{"ip": "10.0.0.9"}])
-    pod["metadata"] = {**pod["metadata"], "namespace": pod_namespace}  # type: ignore[dict-item]
-    spec = dict(pod["spec"])  # type: ignore[arg-type]
+    pod["metadata"] = {**pod["metadata"], "namespace": pod_namespace}
+    spec = dict(pod["spec"])
     spec["hostname"] = "h"
     if subdomain is None:
         spec.pop("subdomain", None)

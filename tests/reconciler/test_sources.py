@@ -11,6 +11,7 @@ import pytest
 from endpointslice_operator.reconciler import (
     Addresses,
     ClusterNetwork,
+    DesiredEndpoints,
     DeviceNetwork,
     LeftOut,
     MultusNetwork,
@@ -104,7 +105,9 @@ def test_no_source_and_the_cluster_network_source_agree() -> None:
 # -- Multus -------------------------------------------------------------------------------------
 
 
-def _multus(pods: list[Json], network: str = "ns/macvlan", families: tuple[str, ...] = ("IPv4",)):
+def _multus(
+    pods: list[Json], network: str = "ns/macvlan", families: tuple[str, ...] = ("IPv4",)
+) -> DesiredEndpoints:
     return desired_from_service_pods(
         _service(families), pods, NODES, MultusNetwork.from_pods(network, pods)
     )
@@ -296,7 +299,9 @@ def _device(device: str, ips: Any) -> Json:
     }
 
 
-def _dra(pods: list[Json], claims: list[Json], spec: str, families: tuple[str, ...] = ("IPv4",)):
+def _dra(
+    pods: list[Json], claims: list[Json], spec: str, families: tuple[str, ...] = ("IPv4",)
+) -> DesiredEndpoints:
     parsed = parse_device_network(spec)
     assert parsed is not None
     return desired_from_service_pods(

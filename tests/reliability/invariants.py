@@ -198,9 +198,9 @@ def check(emu: Emulator, config: ReconcilerConfig | None = None) -> Report:
             if wanted.action != "none":
                 report.pending_writes["/".join(key) + " (Endpoints)"] = 1
     report.managed = len(managed)
-    for key, found in slices_by_service.items():
+    for key, owned in slices_by_service.items():
         if key not in managed:
-            report.orphans.extend(f"{key[0]}/{s['metadata']['name']}" for s in found)
+            report.orphans.extend(f"{key[0]}/{s['metadata']['name']}" for s in owned)
     report.orphans.extend(
         f"Endpoints {'/'.join(key)}" for key in ours_endpoints if key not in endpoints_wanted
     )

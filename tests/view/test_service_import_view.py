@@ -115,14 +115,18 @@ async def test_the_command_refuses_mixing_and_says_when_imports_are_not_served()
     assert "serviceimports" in err and err.count("\n") == 1
 
 
-async def test_the_view_of_a_service_import_over_http() -> None:
+async def test_the_view_of_an_import_over_http() -> None:
     async with run_emulator() as emu:
-        for group in ("multicluster.x-k8s.io", "about.k8s.io"):
-            emu.store.registry.unserved.discard(group)  # the CRDs installed
         emu.store.create_namespace(NS)
+        emu.store.registry.unserved.discard("multicluster.x-k8s.io")  # the CRDs installed
         emu.store.create(service_import("web", [("http", 80)]))
-        emu.store.create(imported("web-east", "east", ["10.0.7.1"]))
-        emu.store.create(imported("web-west", "west", ["10.0.8.1"]))
+        emu.store.create(service_import("other", [("http", 80)]))
+        emu.store.create(imported("web-east-1", "east", ["10.1.0.1"]))
+        emu.store.create(imported("web-west-1", "west", ["10.2.0.1", "10.2.0.2"]))
         async with await open_api_client(emu.kubeconfig_path) as api:
-            found = await snapshot(api, service_imports="web")
-    assert clusters(found) == {"10.0.7.1": "east", "10.0.8.1": "west"}
+            found = await snapshot(api, service_imports="web", namespace=NS)
+        assert clusters(found) == {"10.1.0.1": "east", "10.2.0.1": "west", "10.2.0.2": "west"}
+        assert {(c.key.service, c.key.port) for c in found if isinstance(c.key, EndpointKey)} == {
+            ("web", 80)
+        }
+        assert emu.requests.count(verb="list", resource="serviceimports") == 1

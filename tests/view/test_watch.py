@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -268,3 +269,30 @@ async def test_open_api_client_takes_the_prefix_given_over_the_environments(
             await open_api_client(emu.kubeconfig_path)
         api = await open_api_client(emu.kubeconfig_path, "example.com")
         await api.close()
+
+
+@pytest.mark.looptime
+async def test_a_quiet_watch_is_ended_by_the_server_not_given_up_by_the_client(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # No bookmark but the one just before the server's timeout (300 s by default): nothing
+    # arrives on the watches for almost five minutes, which the client must wait out.
+    async with run_emulator(bookmark_interval=1000.0) as emu:
+        populate(emu)
+
+        def watches() -> int:
+            return sum(emu.requests.count(verb="watch", resource=k) for k in ("services", SLICES))
+
+        with caplog.at_level(logging.INFO, logger="endpointslice_operator.controller"):
+            async with collecting(emu, services=["web"]) as collector:
+                await eventually(lambda: collector.synced, timeout=30)
+                assert watches() == 2
+                await asyncio.sleep(290)
+                assert watches() == 2  # still the first two
+                await asyncio.sleep(15)
+                assert watches() == 4  # ended by the server, resumed
+                emu.store.create(endpoint_slice("web-new", "web", [endpoint("10.0.0.7")]))
+                await eventually(lambda: len(collector.after_sync()) == 1, timeout=30)
+                assert collector.after_sync() == [("added", "http", 80, "10.0.0.7")]
+            assert collector.error is None
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
