@@ -54,6 +54,11 @@ async def until(condition: Callable[[], bool], seconds: float = 60.0) -> None:
             await asyncio.sleep(0.05)
 
 
+def state(peer: Peer) -> tuple[bool, bool]:
+    """(reachable, has a client), read afresh (the peer's tasks change them meanwhile)."""
+    return peer.reachable, peer.api_client is not None
+
+
 async def stopped(task: asyncio.Task[Any]) -> None:
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
@@ -176,25 +181,25 @@ async def test_a_peer_is_watched_once_its_kubeconfig_loads_and_probed_while_it_a
         name_cluster(remote, "east")
         kubeconfig = tmp_path / "east.kubeconfig"
         peer = Peer(kubeconfig, ClusterCache("east", lambda _key: None))
-        assert not peer.reachable and peer.api_client is None
+        assert state(peer) == (False, False)
         async with await api_client(local) as api:
             book = LeaseBook(api, namespace=LEASES_NS, prefix="eso", label=LEASE_LABEL, timeout=30)
             caplog.set_level(logging.INFO, CLUSTERS)
             running = asyncio.create_task(peer.run(book, probe_every=5.0))
             try:
                 await asyncio.sleep(12)  # no kubeconfig yet: retried every 5 s
-                assert not peer.reachable and peer.api_client is None
+                assert state(peer) == (False, False)
                 assert caplog.text.count("cannot load its kubeconfig") == 3
                 # one whose CA file holds no certificate: no client can be made, tried again
                 (tmp_path / "ca.crt").write_text("not a certificate\n")
                 kubeconfig.write_text(JUNK_CA_KUBECONFIG.format(ca=tmp_path / "ca.crt"))
                 await asyncio.sleep(10)
-                assert not running.done() and peer.api_client is None
+                assert not running.done() and state(peer) == (False, False)
                 assert "no certificate" in caplog.text
                 assert caplog.text.count("cannot load its kubeconfig") == 5
                 kubeconfig.write_text(remote.kubeconfig_path.read_text())
                 await until(lambda: peer.cache.complete and "east" in book.renewed)
-                assert peer.reachable and peer.api_client is not None
+                assert state(peer) == (True, True)
                 assert local.store.get("leases", LEASES_NS, "eso-mcs-east") is not None
                 assert caplog.text.count("answers") == 1
                 # it stops answering: unreachable, its Lease no longer renewed
@@ -220,7 +225,7 @@ async def test_a_peer_is_watched_once_its_kubeconfig_loads_and_probed_while_it_a
                 assert caplog.text.count("answers") == 2
             finally:
                 await stopped(running)
-            assert peer.api_client is None and running.cancelled()
+            assert not state(peer)[1] and running.cancelled()
 
 
 async def test_a_peer_whose_listings_are_not_in_gets_no_lease() -> None:
