@@ -28,12 +28,6 @@ def drain(feed: _Feed) -> list[list[Change]]:
     return found
 
 
-def synced(feed: _Feed) -> bool:
-    """Whether the feed has every listing (read through a call: mypy would keep the attribute
-    narrowed to False after an assert of it)."""
-    return feed.synced
-
-
 def types(batches: list[list[Change]]) -> list[list[str]]:
     return [[c.type for c in batch] for batch in batches]
 
@@ -44,12 +38,12 @@ async def test_synced_once_every_kind_and_scope_is_listed_then_changes_flow() ->
     feed.on_listing("services", NS)
     services(None, service("web"))
     feed.on_listed("services", NS)
-    assert not synced(feed) and drain(feed) == []
+    assert not feed.synced and drain(feed) == []
     feed.on_listing("endpointslices", NS)
     slices(None, endpoint_slice("web-1", "web", [endpoint("10.0.0.1")]))
     assert drain(feed) == []  # not synced yet: the snapshot will hold it
     feed.on_listed("endpointslices", NS)
-    assert synced(feed)
+    assert feed.synced
     (initial,) = drain(feed)
     assert [c.type for c in initial] == ["added", "synced"]
     slices("ADDED", endpoint_slice("web-2", "web", [endpoint("10.0.0.2")]))
