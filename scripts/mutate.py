@@ -158,6 +158,12 @@ MODULES: dict[str, tuple[str, ...]] = {
     "endpointslice_operator/controller/mcs/kopf_handlers.py": (
         "tests/controller/test_mcs_kopf_relist.py",
     ),
+    # the multi-cluster controller's I/O modules, against API emulators (real HTTP)
+    "endpointslice_operator/controller/mcs/imports.py": ("tests/controller/test_mcs_imports.py",),
+    "endpointslice_operator/controller/mcs/clusters.py": ("tests/controller/test_mcs_clusters.py",),
+    "endpointslice_operator/controller/mcs/controller.py": (
+        "tests/controller/test_mcs_controller.py",
+    ),
     "endpointslice_operator/view/watch.py": (
         "tests/view/test_watch_feed.py",
         "tests/view/test_watch.py",
@@ -465,6 +471,42 @@ EQUIVALENT: dict[str, str] = {
     "endpointslice_operator/reconciler/metrics_cache.py:<module>:True->False:"
     "@dataclass(frozen=True, slots=True) #4": (
         "_Totals is private and frozen: without slots each instance only gains a __dict__ (memory)"
+    ),
+    # controller/mcs/imports.py
+    "endpointslice_operator/controller/mcs/imports.py:_apply:Or->And:"
+    "imported = await self._ensure_import(key, resolution, derived) or imported": (
+        "_ensure_import returns None only for an import not ours, which the first call "
+        "already returned on: the import written again differs from the first one only in "
+        "spec.ips, spec.ipFamilies and its resourceVersion, and the imported slices are "
+        "planned from its metadata (name, namespace, uid, labels, annotations), the same in both"
+    ),
+    # controller/mcs/clusters.py
+    "endpointslice_operator/controller/mcs/clusters.py:run:True->False:"
+    "await asyncio.gather(watching, return_exceptions=True)": (
+        "gathers the one watch task it has just cancelled, which ends only by that "
+        "cancellation (ListWatcher retries every failure, a kubeconfig that does not load is "
+        "retried): the CancelledError propagates either way"
+    ),
+    # controller/mcs/controller.py
+    "endpointslice_operator/controller/mcs/controller.py:watch:True->False:"
+    "await asyncio.gather(*tasks, return_exceptions=True)": (
+        "the tasks were all cancelled just before; without return_exceptions the gather raises "
+        "at the first one done (a cancellation, or the failure of one already done, which the "
+        "gather in the try raised already) instead of waiting for the others to finish "
+        "closing: they finish the same moments later (only when differs)"
+    ),
+    "endpointslice_operator/controller/mcs/controller.py:lead:True->False:"
+    "await asyncio.gather(*tasks, return_exceptions=True)": (
+        "the probes and the standing loop catch every error and end only by the cancellation "
+        "just made, after _started and the syncer's ready were cleared: a CancelledError "
+        "either way, and the tasks hold nothing to release"
+    ),
+    "endpointslice_operator/controller/mcs/controller.py:_standing_of:True->False:"
+    ") + tuple((cluster, True, self.leases.expired(cluster)) for cluster in "
+    "self._imported_ids())": (
+        "a constant in every imported cluster's entry of both standings compared (the peers' "
+        "entries come first, as many each time): equal standings stay equal, different ones "
+        "different"
     ),
 }
 """:attr:`Mutant.key` (``module:function:operator:source line``, `` #2`` for the second alike)

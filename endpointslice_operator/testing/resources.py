@@ -131,20 +131,27 @@ RESOURCES: tuple[ResourceInfo, ...] = (
         subresources=("status", "scale"), reset_status_on_create=True,
     ),
     # Custom resources (CRDs) are unserved until a test "installs" them (UNSERVED_BY_DEFAULT).
+    # Each has a status subresource, so a create drops the status it was given (as the API
+    # server does for a custom resource with one).
     # endpointslice-operator.io's EndpointSelector:
     ResourceInfo(
         "endpointslice-operator.io", "v1alpha1", "endpointselectors", "endpointselector",
-        "EndpointSelector", True, ("esel",), subresources=("status",),
+        "EndpointSelector", True, ("esel",), subresources=("status",), reset_status_on_create=True,
     ),
     # Multi-Cluster Services (deploy/crds/, the storage version): unserved until a test installs
     # the CRDs.
     ResourceInfo(
         "multicluster.x-k8s.io", "v1beta1", "serviceexports", "serviceexport", "ServiceExport",
-        True, ("svcex", "svcexport"), subresources=("status",),
+        True, ("svcex", "svcexport"), subresources=("status",), reset_status_on_create=True,
     ),
     ResourceInfo(
         "multicluster.x-k8s.io", "v1beta1", "serviceimports", "serviceimport", "ServiceImport",
-        True, ("svcim", "svcimport"), subresources=("status",),
+        True, ("svcim", "svcimport"), subresources=("status",), reset_status_on_create=True,
+    ),
+    # about.k8s.io's ClusterProperty (deploy/crds/, the cluster id of Multi-Cluster Services).
+    ResourceInfo(
+        "about.k8s.io", "v1beta1", "clusterproperties", "clusterproperty", "ClusterProperty",
+        False, categories=("multicluster",), subresources=("status",), reset_status_on_create=True,
     ),
     ResourceInfo(
         "resource.k8s.io", "v1", "resourceclaims", "resourceclaim", "ResourceClaim", True,
@@ -153,7 +160,7 @@ RESOURCES: tuple[ResourceInfo, ...] = (
 )  # fmt: skip
 
 
-UNSERVED_BY_DEFAULT = ("endpointslice-operator.io", "multicluster.x-k8s.io")
+UNSERVED_BY_DEFAULT = ("endpointslice-operator.io", "multicluster.x-k8s.io", "about.k8s.io")
 """Groups of custom resources: served only once installed, as a CRD is (a test discards the
 group from ``registry.unserved``)."""
 

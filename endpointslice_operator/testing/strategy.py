@@ -13,7 +13,7 @@ from typing import Any
 
 from endpointslice_operator.testing import defaults, validation
 from endpointslice_operator.testing.errors import ApiError, Cause, invalid
-from endpointslice_operator.testing.resources import ResourceInfo
+from endpointslice_operator.testing.resources import UNSERVED_BY_DEFAULT, ResourceInfo
 
 JSON = dict[str, Any]
 
@@ -152,7 +152,10 @@ def prepare_for_create(info: ResourceInfo, obj: JSON, *, keep_status: bool) -> N
         meta.pop(key, None)
     meta["generation"] = 1
     if info.reset_status_on_create and not keep_status:
-        obj["status"] = INITIAL_STATUS.get(info.key, {})
+        if info.group in UNSERVED_BY_DEFAULT:  # a custom resource's status is dropped, not reset
+            obj.pop("status", None)
+        else:
+            obj["status"] = INITIAL_STATUS.get(info.key, {})
 
 
 def prepare_for_update(

@@ -273,6 +273,7 @@ def test_our_slices_are_held_parsed_and_equal() -> None:
     updated = _decoded_pod("web-0")
     updated["metadata"]["resourceVersion"] = "9"
     new = pod_record(updated, record)
+    assert new is not None and record is not None
     assert new.name is record.name and new.uid is record.uid and new.pod_ips is record.pod_ips
 
 
@@ -282,6 +283,7 @@ def test_slices_listed_before_their_pods_share_their_strings_once_told() -> None
     idx.pods.put(pod_record(_decoded_pod("web-0")))
     record = idx.pods.get("ns", "web-0")
     (held,) = idx.slices.ours("ns/web")
+    assert isinstance(held, CachedSlice)
     assert not _shares_record_strings(held, record)
     before = dict(held)
     idx.slices.share_pod_strings()
@@ -295,7 +297,9 @@ def test_a_pod_of_another_uid_lends_no_strings() -> None:
     idx.pods.put(pod_record(other))
     idx.slices.put(json.loads(json.dumps(_endpoint_slice("web-x", "s-1", ["web-0"]))))
     (held,) = idx.slices.ours("ns/web")
-    assert held.parsed[2][0][8] == "p-web-0"  # the slice's own uid, not the record's
+    assert (
+        isinstance(held, CachedSlice) and held.parsed[2][0][8] == "p-web-0"
+    )  # the slice's own uid, not the record's
 
 
 def test_our_slices_never_enter_the_shared_parse_cache() -> None:
@@ -305,6 +309,7 @@ def test_our_slices_never_enter_the_shared_parse_cache() -> None:
     endpoint_slice = _endpoint_slice("web-x", "uid-parse-cache-test", ["web-0"])
     idx.slices.put(endpoint_slice)
     (held,) = idx.slices.ours("ns/web")
+    assert isinstance(held, CachedSlice)
     view = SHARED_PARSE_CACHE.view(held)
     assert view.keys == held.parsed[1] and view.states == held.parsed[2]
     assert "uid-parse-cache-test" not in SHARED_PARSE_CACHE._entries

@@ -137,7 +137,7 @@ async def test_a_watch_cut_mid_stream_resumes_from_the_last_version_delivered() 
             await eventually(lambda: ("MODIFIED", "e2e/web-6") in recorder.seen, timeout=30)
             await asyncio.sleep(12)  # two more cuts, nothing new: nothing delivered again
             assert watcher.listings == 1 and _lists(emu) == 1
-        expected = [(None, "e2e/web-0")]
+        expected: list[tuple[str | None, str]] = [(None, "e2e/web-0")]
         for i in range(1, 7):
             expected += [("ADDED", f"e2e/web-{i}"), ("MODIFIED", f"e2e/web-{i}")]
         assert recorder.seen == expected

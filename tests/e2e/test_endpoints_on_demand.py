@@ -54,11 +54,6 @@ def endpoints_requests(emu: Emulator, verb: str | None = None) -> int:
     return emu.requests.count(resource="endpoints", verb=verb)
 
 
-def endpoints_listed(op: Operator) -> bool:
-    """Whether the operator's Endpoints index has had its first listing."""
-    return op.indexes.endpoints.synced
-
-
 def ask_for_endpoints(emu: Emulator, name: str) -> None:
     current = emu.store.get("services", NS, name)
     assert current is not None
@@ -119,8 +114,7 @@ async def test_first_service_asking_starts_the_watch_and_waits_for_its_listing()
             await eventually(lambda: endpoints_requests(emu, "list") >= listed + 2)
             await settle(op)
             assert op.indexes.endpoints.wanted
-            # (read through a function: mypy would take the attribute as False from then on)
-            assert not endpoints_listed(op)
+            assert not op.indexes.endpoints.synced
             assert endpoint_writes(emu) == {"create": 0, "update": 0, "delete": 0}
             assert core_endpoints(emu, "fresh") is None
             assert events(emu, "ConflictingEndpoints") == []
@@ -130,7 +124,7 @@ async def test_first_service_asking_starts_the_watch_and_waits_for_its_listing()
             await eventually(lambda: ips(emu, "fresh") == {"10.1.0.1"})
             await eventually(lambda: len(events(emu, "ConflictingEndpoints")) == 1)
             await settle(op)
-            assert endpoints_listed(op)
+            assert op.indexes.endpoints.synced
             assert endpoints_requests(emu, "watch") >= 1
             assert ips(emu, "web") == {"10.9.9.9"}
             assert endpoint_writes(emu) == {"create": 1, "update": 0, "delete": 0}

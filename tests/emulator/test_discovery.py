@@ -132,7 +132,12 @@ async def test_the_custom_resources_are_the_crds_of_deploy_and_served_once_insta
     }
     registry = emu.store.registry
     custom = [r for r in registry.resources if r.group in UNSERVED_BY_DEFAULT]
-    assert {r.plural for r in custom} == {"endpointselectors", "serviceexports", "serviceimports"}
+    assert {r.plural for r in custom} == {
+        "endpointselectors",
+        "serviceexports",
+        "serviceimports",
+        "clusterproperties",
+    }
     for info in custom:
         spec = crds[info.plural]["spec"]
         (storage,) = [v for v in spec["versions"] if v["storage"]]
@@ -147,6 +152,9 @@ async def test_the_custom_resources_are_the_crds_of_deploy_and_served_once_insta
         assert list(info.short_names) == names.get("shortNames", [])
         assert list(info.categories) == names.get("categories", [])
         assert list(info.subresources) == list(storage.get("subresources") or {})
+        # With a status subresource, a create drops the status it is given (the API server's
+        # strategy for custom resources).
+        assert info.reset_status_on_create == ("status" in info.subresources)
     status, body = await client.get("/apis")
     assert not {r.group for r in custom} & {g["name"] for g in body["groups"]}
     status, body = await client.get("/apis/multicluster.x-k8s.io/v1beta1/serviceimports")
@@ -161,3 +169,14 @@ async def test_the_custom_resources_are_the_crds_of_deploy_and_served_once_insta
     ]
     status, body = await client.get("/apis/multicluster.x-k8s.io/v1beta1/serviceimports")
     assert status == 200 and body["kind"] == "ServiceImportList"
+    created = await client.post(
+        "/apis/multicluster.x-k8s.io/v1beta1/namespaces/default/serviceimports",
+        {
+            "apiVersion": "multicluster.x-k8s.io/v1beta1",
+            "kind": "ServiceImport",
+            "metadata": {"name": "web"},
+            "spec": {"type": "ClusterSetIP", "ports": [{"port": 80, "protocol": "TCP"}]},
+            "status": {"clusters": [{"cluster": "east"}]},
+        },
+    )
+    assert created[0] == 201 and "status" not in created[1], created

@@ -166,7 +166,8 @@ async def test_watch_table_prints_the_view_then_a_line_per_change() -> None:
         assert process.stdout is not None
 
         async def line() -> list[str]:
-            raw = await asyncio.wait_for(process.stdout.readline(), timeout=30)  # type: ignore[union-attr]
+            assert process.stdout is not None
+            raw: bytes = await asyncio.wait_for(process.stdout.readline(), timeout=30)
             return raw.decode().split()
 
         try:

@@ -14,6 +14,7 @@ import pytest
 from endpointslice_operator.testing import Emulator, FaultConfig, run_emulator
 from endpointslice_operator.view import (
     Change,
+    Endpoint,
     EndpointKey,
     ServicePortKey,
     ViewError,
@@ -41,7 +42,7 @@ class Collector:
     def after_sync(self) -> list[tuple[str, str, int, str]]:
         """(type, port name, service port, address) of the changes after ``synced``."""
         index = next(i for i, c in enumerate(self.changes) if c.type == "synced")
-        found = []
+        found: list[tuple[str, str, int, str]] = []
         for change in self.changes[index + 1 :]:
             assert isinstance(change.key, EndpointKey)
             found.append((change.type, change.key.port_name, change.key.port, change.key.address))
@@ -117,7 +118,7 @@ async def test_the_current_view_then_synced_then_the_changes() -> None:
             ]
             by_key = {c.key: c.endpoint for c in initial}
             duplicate = by_key[EndpointKey(NS, "web", "http", 80, "TCP", "10.0.0.2")]
-            assert duplicate is not None and duplicate.slice == "web-ours"  # ready wins
+            assert isinstance(duplicate, Endpoint) and duplicate.slice == "web-ours"  # ready wins
 
             # The ready duplicate goes: the other manager's not-ready copy is not shown.
             emu.store.delete(SLICES, NS, "web-ours")

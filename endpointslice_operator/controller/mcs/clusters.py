@@ -175,15 +175,17 @@ class Peer:
         self.api_client: ApiClient | None = None
 
     async def watch(self, *, retry_every: float = 10.0) -> None:
-        """Watch the peer into its cache, until cancelled (every replica: warm caches)."""
+        """Watch the peer into its cache, until cancelled (every replica: warm caches). A
+        kubeconfig that does not load, or whose client cannot be made (a CA file that holds
+        no certificate), is told and tried again every ``retry_every`` seconds."""
         while True:
             try:
-                configuration = await load_peer_configuration(self.kubeconfig)
+                client = OperatorApiClient(await load_peer_configuration(self.kubeconfig))
                 break
             except Exception as exc:
                 log.warning("peer %s: cannot load its kubeconfig: %s", self.kubeconfig, exc)
                 await asyncio.sleep(retry_every)
-        async with OperatorApiClient(configuration) as api_client:
+        async with client as api_client:
             self.api_client = api_client
             try:
                 await watch_cluster(api_client, self.cache)

@@ -204,14 +204,15 @@ class ImportSyncer:
                 sources[cluster] = cache.source_slices(key)
         resolution = resolve_import(exports)
         live_ids = {cluster for cluster, _ in live}
+        failure = None
         if resolution is None or key[0] not in self.local.namespaces:
             if not unknown:
                 await self._remove(key)
             elif resolution is None:
                 log.debug("import %s/%s: some peer is not listed yet; nothing removed", *key)
         else:
-            await self._apply(key, resolution, sources, live_ids, unknown)
-        await self._export_status(key, resolution)
+            failure = await self._apply(key, resolution, sources, live_ids, unknown)
+        await self._export_status(key, resolution, failure)
 
     async def _apply(
         self,
@@ -220,13 +221,22 @@ class ImportSyncer:
         sources: Mapping[str, list[Mapping[str, Any]]],
         live_ids: set[str],
         unknown: bool,
-    ) -> None:
+    ) -> str | None:
+        """Write the import, its derived Service and slices; a message when this cluster's
+        import side cannot be served (for this cluster's ServiceExport's Ready condition)."""
         imported = await self._ensure_import(key, resolution)
         if imported is None:
-            return
+            return None
         derived = await self._ensure_derived(key, resolution, imported)
-        if derived is not None:
-            imported = await self._ensure_import(key, resolution, derived) or imported
+        if derived is None:
+            # A Service not ours holds the derived name: slices of ours would give it the
+            # clusterset's endpoints (kube-proxy reads their kubernetes.io/service-name).
+            stale = self.local.imported_slices(key)
+            if stale:
+                await self._write_slices(key, [], [], stale)
+            name = derived_service_name(*key)
+            return f"Service {key[0]}/{name} (the derived Service's name) is not ours"
+        imported = await self._ensure_import(key, resolution, derived) or imported
         existing = self.local.imported_slices(key)
         clusters = set(resolution.clusters) | {
             str((_meta(s).get("labels") or {}).get(LABEL_SOURCE_CLUSTER)) for s in existing
@@ -243,6 +253,7 @@ class ImportSyncer:
                 served_ports=resolution.cluster_ports.get(cluster, ()),
             )
             await self._write_slices(key, plan.creates, plan.updates, plan.deletes)
+        return None
 
     # -- ServiceImport ------------------------------------------------------------------------
 
@@ -426,12 +437,13 @@ class ImportSyncer:
 
     # -- this cluster's ServiceExport ---------------------------------------------------------
 
-    async def _export_status(self, key: Key, resolution: ImportResolution | None) -> None:
+    async def _export_status(
+        self, key: Key, resolution: ImportResolution | None, failure: str | None = None
+    ) -> None:
         export = self.local.export(key)
         if export is None:
             return
         cluster = self.local.cluster_id
-        failure = None
         if cluster is None:
             read: Any = read_export("unknown", export, self.local.services.get(key))
             failure = "this cluster has no cluster.clusterset.k8s.io ClusterProperty"
