@@ -45,7 +45,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy endpointslice_operator benchmarks scripts
+	$(BIN)/mypy endpointslice_operator benchmarks scripts tests
 	$(BIN)/lint-imports
 
 # The real control planes: with ../shared/envtest beside the checkout (as in CI) and no
