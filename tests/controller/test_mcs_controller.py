@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes_asyncio.client import ApiClient
 from prometheus_client import CollectorRegistry
 
 from endpointslice_operator.controller.mcs.controller import MulticlusterController
@@ -95,6 +96,26 @@ async def clusters(local: Emulator, remote: Emulator) -> None:
     local.store.create_namespace(LEASES_NS)
 
 
+def controller_of(
+    api: ApiClient,
+    peers: tuple[Path, ...],
+    queued: Queued,
+    metrics: MulticlusterMetrics | None = None,
+) -> MulticlusterController:
+    """The controller of the tests: our name, Leases in LEASES_NS, PEER_TIMEOUT."""
+    return MulticlusterController(
+        api,
+        peers=peers,
+        config=ReconcilerConfig(controller_name=ME),
+        lease_namespace=LEASES_NS,
+        lease_prefix="eso",
+        lease_label=LEASE_LABEL,
+        peer_timeout=PEER_TIMEOUT,
+        requeue=queued,
+        metrics=metrics,
+    )
+
+
 async def test_the_leader_queues_every_key_once_listed_then_changes_then_standing_changes(
     tmp_path: Path,
 ) -> None:
@@ -114,16 +135,11 @@ async def test_the_leader_queues_every_key_once_listed_then_changes_then_standin
         queued = Queued()
         registry = CollectorRegistry()
         async with await api_client(local) as api:
-            controller = MulticlusterController(
+            controller = controller_of(
                 api,
-                peers=(kubeconfig, tmp_path / "missing.kubeconfig"),
-                config=ReconcilerConfig(controller_name=ME),
-                lease_namespace=LEASES_NS,
-                lease_prefix="eso",
-                lease_label=LEASE_LABEL,
-                peer_timeout=PEER_TIMEOUT,
-                requeue=queued,
-                metrics=MulticlusterMetrics(registry),
+                (kubeconfig, tmp_path / "missing.kubeconfig"),
+                queued,
+                MulticlusterMetrics(registry),
             )
             assert controller.probe_every == PEER_TIMEOUT / 3
             syncer = controller.syncer
@@ -216,17 +232,7 @@ async def test_a_source_cluster_known_only_by_its_imported_slices_is_watched_by_
         queued = Queued()
         registry = CollectorRegistry()
         async with await api_client(local) as api:
-            controller = MulticlusterController(
-                api,
-                peers=(),
-                config=ReconcilerConfig(controller_name=ME),
-                lease_namespace=LEASES_NS,
-                lease_prefix="eso",
-                lease_label=LEASE_LABEL,
-                peer_timeout=PEER_TIMEOUT,
-                requeue=queued,
-                metrics=MulticlusterMetrics(registry),
-            )
+            controller = controller_of(api, (), queued, MulticlusterMetrics(registry))
             await controller.leases.renew("north")
             running = asyncio.create_task(controller.run())
             try:
@@ -247,16 +253,7 @@ async def test_a_leader_waits_for_this_clusters_listings(tmp_path: Path) -> None
         local.store.create_namespace(LEASES_NS)  # the MCS CRDs are not installed yet
         queued = Queued()
         async with await api_client(local) as api:
-            controller = MulticlusterController(
-                api,
-                peers=(),
-                config=ReconcilerConfig(controller_name=ME),
-                lease_namespace=LEASES_NS,
-                lease_prefix="eso",
-                lease_label=LEASE_LABEL,
-                peer_timeout=PEER_TIMEOUT,
-                requeue=queued,
-            )
+            controller = controller_of(api, (), queued)
             running = asyncio.create_task(controller.run())
             try:
                 await asyncio.sleep(30)
@@ -281,16 +278,7 @@ async def test_a_peer_whose_lease_expires_has_every_key_queued_again_and_no_kopf
         queued = Queued()
         caplog.set_level(logging.DEBUG)
         async with await api_client(local) as api:
-            controller = MulticlusterController(
-                api,
-                peers=(kubeconfig,),
-                config=ReconcilerConfig(controller_name=ME),
-                lease_namespace=LEASES_NS,
-                lease_prefix="eso",
-                lease_label=LEASE_LABEL,
-                peer_timeout=PEER_TIMEOUT,
-                requeue=queued,
-            )
+            controller = controller_of(api, (kubeconfig,), queued)
             peer = controller.peers[0]
             running = asyncio.create_task(controller.run())
             try:
