@@ -48,7 +48,7 @@ from endpointslice_operator.controller.cluster_config import (
     load_client_configuration,
 )
 from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY
-from endpointslice_operator.reconciler.mcs import LABEL_SOURCE_CLUSTER
+from endpointslice_operator.reconciler.mcs import LABEL_SOURCE_CLUSTER, MCS_GROUP, MCS_VERSION
 from endpointslice_operator.settings import Settings, SettingsError, load_settings
 
 __all__ = ["cleanup", "cleanup_endpoints", "cleanup_imports", "count_imported", "main"]
@@ -267,7 +267,7 @@ def _service_imports(api_client: client.ApiClient) -> _Kind:
     return _Kind("serviceimport", list_all, list_namespaced, delete)
 
 
-_MCS = ("multicluster.x-k8s.io", "v1beta1", "serviceimports")
+_MCS = (MCS_GROUP, MCS_VERSION, "serviceimports")
 
 
 class _Meta:

@@ -46,6 +46,7 @@ from .planner import Reconciler
 from .ports import ports_from_dicts
 
 __all__ = [
+    "ABOUT_API_VERSION",
     "ABOUT_GROUP",
     "ANNOTATION_DERIVED_SERVICE",
     "CLUSTER_ID_PROPERTY",
@@ -58,6 +59,7 @@ __all__ = [
     "LABEL_SOURCE_CLUSTER",
     "MCS_API_VERSION",
     "MCS_GROUP",
+    "MCS_VERSION",
     "REASON_ANNOTATIONS_CONFLICT",
     "REASON_FAILED",
     "REASON_INTERNAL_TRAFFIC_POLICY_CONFLICT",
@@ -99,8 +101,12 @@ __all__ = [
 ]
 
 MCS_GROUP = "multicluster.x-k8s.io"
-MCS_API_VERSION = f"{MCS_GROUP}/v1beta1"
+MCS_VERSION = "v1beta1"
+"""The version of ServiceExports and ServiceImports the operator reads and writes (the CRDs'
+storage version)."""
+MCS_API_VERSION = f"{MCS_GROUP}/{MCS_VERSION}"
 ABOUT_GROUP = "about.k8s.io"
+ABOUT_API_VERSION = f"{ABOUT_GROUP}/v1beta1"
 CLUSTER_ID_PROPERTY = "cluster.clusterset.k8s.io"
 """The name of the cluster-scoped ``ClusterProperty`` whose ``spec.value`` is the cluster id."""
 

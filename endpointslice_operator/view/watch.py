@@ -27,6 +27,7 @@ from endpointslice_operator.controller.cluster_config import load_client_configu
 from endpointslice_operator.controller.list_watch import ListWatcher
 from endpointslice_operator.controller.selectors import Selector, parse_selector
 from endpointslice_operator.controller.writer import ApiError
+from endpointslice_operator.reconciler.mcs import MCS_API_VERSION
 from endpointslice_operator.settings import load_settings
 from endpointslice_operator.view.merge import EndpointView, Gatherer, ServiceFilter
 from endpointslice_operator.view.model import (
@@ -56,7 +57,7 @@ SELECTOR_KINDS = ("endpointselectors", "endpointslices")
 SELECTOR_GROUP_VERSION = "endpointslice-operator.io/v1alpha1"
 IMPORT_KINDS = ("serviceimports", "endpointslices")
 """What the view of ServiceImports lists and watches (``service_imports=``)."""
-IMPORT_GROUP_VERSION = "multicluster.x-k8s.io/v1beta1"
+IMPORT_GROUP_VERSION = MCS_API_VERSION
 
 
 class ViewError(RuntimeError):

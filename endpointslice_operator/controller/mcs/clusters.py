@@ -23,6 +23,7 @@ from endpointslice_operator.controller.direct_requests import DirectRequests, pa
 from endpointslice_operator.controller.list_watch import ListWatcher
 from endpointslice_operator.controller.mcs.cache import ClusterCache
 from endpointslice_operator.controller.writer import ApiError, raise_for_status
+from endpointslice_operator.reconciler.mcs import ABOUT_API_VERSION, MCS_API_VERSION
 
 __all__ = ["API_TIMEOUT", "LeaseBook", "Peer", "watch_cluster"]
 
@@ -32,9 +33,9 @@ API_TIMEOUT = 30.0
 """Seconds any single request of the multi-cluster controller may take."""
 
 GROUP_VERSIONS = {
-    "serviceexports": "multicluster.x-k8s.io/v1beta1",
-    "serviceimports": "multicluster.x-k8s.io/v1beta1",
-    "clusterproperties": "about.k8s.io/v1beta1",
+    "serviceexports": MCS_API_VERSION,
+    "serviceimports": MCS_API_VERSION,
+    "clusterproperties": ABOUT_API_VERSION,
 }
 NAMESPACED = {"serviceexports", "serviceimports", "services", "endpointslices"}
 
@@ -216,7 +217,7 @@ class Peer:
                 async with asyncio.timeout(min(API_TIMEOUT, every * 2)):
                     await raise_for_status(
                         await requests.request(
-                            "GET", "/apis/multicluster.x-k8s.io/v1beta1/serviceexports?limit=1"
+                            "GET", f"/apis/{MCS_API_VERSION}/serviceexports?limit=1"
                         )
                     )
                 if not self.reachable:

@@ -72,8 +72,8 @@ __all__ = ["ImportSyncer", "MulticlusterSyncError"]
 
 log = logging.getLogger(__name__)
 
-IMPORTS = "/apis/multicluster.x-k8s.io/v1beta1/namespaces/{namespace}/serviceimports"
-EXPORTS = "/apis/multicluster.x-k8s.io/v1beta1/namespaces/{namespace}/serviceexports"
+IMPORTS = f"/apis/{MCS_API_VERSION}/namespaces/{{namespace}}/serviceimports"
+EXPORTS = f"/apis/{MCS_API_VERSION}/namespaces/{{namespace}}/serviceexports"
 SERVICES = "/api/v1/namespaces/{namespace}/services"
 
 

@@ -26,13 +26,13 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from endpointslice_operator.controller.kopf_serving import serve_with_kopf
 from endpointslice_operator.controller.mcs.cache import Key, LocalCache
 from endpointslice_operator.controller.relist import Relisting
+from endpointslice_operator.reconciler.mcs import MCS_GROUP, MCS_VERSION
 
 __all__ = ["GROUP", "KOPF_KINDS", "relistings_of", "serve_exports_and_imports"]
 
 log = logging.getLogger(__name__)
 
-GROUP = "multicluster.x-k8s.io"
-VERSION = "v1beta1"
+GROUP, VERSION = MCS_GROUP, MCS_VERSION
 KOPF_KINDS = ("serviceexports", "serviceimports")
 """The kinds of this cluster handled through Kopf (the cache's other kinds are list-watched)."""
 
