@@ -50,11 +50,12 @@ from endpointslice_operator.controller.api_client import DEFAULT_API_TIMEOUT
 from endpointslice_operator.controller.json_codec import dump_bytes
 from endpointslice_operator.controller.keepalive import KeepAlivePool, Response
 
-__all__ = ["DirectRequests", "path_segment"]
+__all__ = ["JSON", "MERGE_PATCH", "DirectRequests", "path_segment"]
 
 AUTH_SETTINGS = ("BearerToken",)
 """The only security scheme of the Kubernetes OpenAPI spec, as every generated method lists."""
 JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
 
 
 def path_segment(value: str) -> str:
@@ -89,11 +90,17 @@ class DirectRequests:
         return target
 
     async def request(
-        self, method: str, path: str, body: Mapping[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None = None,
+        *,
+        content_type: str = JSON,
     ) -> aiohttp.ClientResponse | Response:
         """Send ``method`` to ``path`` (quoted already, see :func:`path_segment`) with ``body``
-        as JSON; the response (an aiohttp one unread, or a complete :class:`~.keepalive.Response`).
-        Connection failures raise aiohttp's errors, as the generated methods do."""
+        as JSON, sent as ``content_type`` (a patch names its kind); the response (an aiohttp
+        one unread, or a complete :class:`~.keepalive.Response`). Connection failures raise
+        aiohttp's errors, as the generated methods do."""
         api_client = self._api_client
         headers: dict[str, str] = {**api_client.default_headers, "Accept": JSON}
         if api_client.cookie:
@@ -105,7 +112,7 @@ class DirectRequests:
         rest = api_client.rest_client
         data = None
         if body is not None:
-            headers["Content-Type"] = JSON
+            headers["Content-Type"] = content_type
             data = dump_bytes(body)
         keepalive: KeepAlivePool | None = getattr(api_client, "keepalive", None)
         target = self._target(path, query)

@@ -74,6 +74,7 @@ from endpointslice_operator.controller.owners.endpoint_selector_relist import (
 )
 from endpointslice_operator.controller.owners.endpoint_selector_status import (
     keep_writing_counts,
+    status_writer,
 )
 from endpointslice_operator.controller.owners.endpoint_selector_watch import (
     serve_endpoint_selectors,
@@ -381,7 +382,9 @@ class Operator:
             )
             # Their endpoint counts, into their status at most once per interval (the leader's).
             self._spawn(
-                keep_writing_counts(api_client, selectors, lambda: router.queue is not None)
+                keep_writing_counts(
+                    status_writer(api_client, fence), selectors, lambda: router.queue is not None
+                )
             )
         self._start_multicluster(api_client, configuration, router)
         await self._run_tasks(configuration, api_client, router, syncer)

@@ -16,7 +16,12 @@ from typing import Any
 import aiohttp
 from kubernetes_asyncio.client import ApiClient
 
-from endpointslice_operator.controller.direct_requests import DirectRequests, path_segment
+from endpointslice_operator.controller.direct_requests import (
+    JSON,
+    MERGE_PATCH,
+    DirectRequests,
+    path_segment,
+)
 from endpointslice_operator.controller.json_codec import load_bytes
 from endpointslice_operator.controller.reset import WriteFence
 
@@ -124,14 +129,20 @@ class ObjectWriter:
         self._preconditions = delete_preconditions
         self.fence = fence
 
-    async def _send(self, method: str, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    async def _send(
+        self, method: str, path: str, body: Mapping[str, Any], content_type: str = JSON
+    ) -> dict[str, Any]:
         fence = self.fence
         if fence is None:
-            return await _written(await self._requests.request(method, path, body))
+            return await _written(
+                await self._requests.request(method, path, body, content_type=content_type)
+            )
         await fence.admit()
         seen = fence.watermark.value
         try:
-            answer = await _written(await self._requests.request(method, path, body))
+            answer = await _written(
+                await self._requests.request(method, path, body, content_type=content_type)
+            )
         except (aiohttp.ClientError, OSError) as exc:
             fence.suspect(f"{method} {path} failed: {exc}")
             raise
@@ -164,6 +175,14 @@ class ObjectWriter:
         metadata = obj["metadata"]
         path = self._path(metadata["namespace"], metadata["name"]) + "/status"
         return await self._send("PUT", path, obj)
+
+    async def merge_patch_status(
+        self, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """A JSON merge patch of the ``status`` subresource by name (only the fields it
+        names change, whatever the object's resourceVersion)."""
+        path = self._path(namespace, name) + "/status"
+        return await self._send("PATCH", path, patch, MERGE_PATCH)
 
     async def delete(self, obj: Mapping[str, Any]) -> bool:
         """DELETE, only if it is still the object we saw (the preconditions).

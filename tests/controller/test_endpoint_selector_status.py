@@ -22,6 +22,7 @@ from endpointslice_operator.controller.owners.endpoint_selector import (
 from endpointslice_operator.controller.owners.endpoint_selector_status import (
     STATUS_INTERVAL,
     keep_writing_counts,
+    status_writer,
     write_counts,
 )
 from endpointslice_operator.testing import Emulator, run_emulator
@@ -116,7 +117,7 @@ async def test_only_counts_that_differ_from_the_status_are_written() -> None:
         file(emu, index, "unknown", None)  # no sync published yet
         moved = file(emu, index, "moved", EndpointCounts(ready=1, total=2), shown=two)
         new = file(emu, index, "new", EndpointCounts(ready=0, total=1))
-        assert await write_counts(api, index) == 2
+        assert await write_counts(status_writer(api), index) == 2
         assert patches(emu) == 2
         assert status(emu, "moved") == {"endpoints": 2, "readyEndpoints": 1}
         assert status(emu, "new") == {"endpoints": 1, "readyEndpoints": 0}
@@ -126,11 +127,11 @@ async def test_only_counts_that_differ_from_the_status_are_written() -> None:
         # round before that event writes nothing again.
         assert index.shown[moved] == EndpointCounts(ready=1, total=2)
         assert index.shown[new] == EndpointCounts(ready=0, total=1)
-        assert await write_counts(api, index) == 0
+        assert await write_counts(status_writer(api), index) == 0
         assert patches(emu) == 2
         # Counts that move again are written again.
         index.counts[same] = EndpointCounts(ready=2, total=3)
-        assert await write_counts(api, index) == 1
+        assert await write_counts(status_writer(api), index) == 1
         assert status(emu, "same") == {"endpoints": 3, "readyEndpoints": 2}
 
 
@@ -143,7 +144,7 @@ async def test_an_object_gone_from_the_server_is_skipped_quietly(
         file(emu, index, "kept", EndpointCounts(ready=2, total=2))
         emu.store.delete("endpointselectors", NS, "gone")  # its DELETED event not seen yet
         with caplog.at_level(logging.DEBUG, logger=LOGGER):
-            assert await write_counts(api, index) == 1
+            assert await write_counts(status_writer(api), index) == 1
         assert patches(emu, code=404) == 1
         assert status(emu, "kept") == {"endpoints": 2, "readyEndpoints": 2}
         assert warned_about(caplog) == []  # its DELETED event is on its way: nothing to say
@@ -162,13 +163,13 @@ async def test_a_refused_write_is_logged_the_next_object_still_written_and_retri
         emu.faults.fail_codes = (500,)
         emu.faults.fail_rate = 1.0
         with caplog.at_level(logging.WARNING, logger=LOGGER):
-            assert await write_counts(api, index) == 0
+            assert await write_counts(status_writer(api), index) == 0
         assert patches(emu, code=500) == 2  # the second was tried after the first failed
         assert warned_about(caplog) == [first, second]
         assert index.shown == {}
         # The next round tries again.
         emu.faults.fail_rate = 0.0
-        assert await write_counts(api, index) == 2
+        assert await write_counts(status_writer(api), index) == 2
         assert status(emu, "first") == {"endpoints": 1, "readyEndpoints": 1}
         assert status(emu, "second") == {"endpoints": 2, "readyEndpoints": 2}
 
@@ -195,7 +196,7 @@ async def test_a_broken_connection_is_logged_per_object_and_nothing_taken_as_sho
     kubeconfig.write_text(emulator_config.replace(f":{emulator_port}", f":{port}"))
     async with server, await open_api_client(kubeconfig) as api:
         with caplog.at_level(logging.WARNING, logger=LOGGER):
-            assert await write_counts(api, index) == 0
+            assert await write_counts(status_writer(api), index) == 0
     assert accepted >= 2  # both were tried
     assert warned_about(caplog) == keys
     assert index.shown == {}
@@ -214,14 +215,14 @@ async def test_a_write_unanswered_for_30_s_is_given_up_and_the_next_tried(
         loop = asyncio.get_running_loop()
         started = loop.time()
         with caplog.at_level(logging.WARNING, logger=LOGGER):
-            assert await write_counts(api, index) == 0
+            assert await write_counts(status_writer(api), index) == 0
         assert loop.time() - started == pytest.approx(60.0, abs=0.1)  # 30 s each
         assert warned_about(caplog) == keys
         assert index.shown == {}
         # An answer within the 30 s is a write.
         emu.faults.latency = 29.5
         await asyncio.sleep(5)  # the given-up requests end on the server
-        assert await write_counts(api, index) == 2
+        assert await write_counts(status_writer(api), index) == 2
         assert [index.shown[key] for key in keys] == [EndpointCounts(ready=1, total=1)] * 2
 
 
@@ -234,7 +235,7 @@ async def test_counts_that_move_during_the_write_are_not_taken_as_shown() -> Non
         emu.faults.fault_verbs = {"patch"}
         emu.faults.fault_resources = {"endpointselectors"}
         emu.faults.latency = 1.0
-        writing = asyncio.create_task(write_counts(api, index))
+        writing = asyncio.create_task(write_counts(status_writer(api), index))
         await asyncio.sleep(0.5)  # the first write is in flight
         index.counts[moving] = EndpointCounts(ready=0, total=1)
         await asyncio.sleep(1.0)  # the second
@@ -244,7 +245,7 @@ async def test_counts_that_move_during_the_write_are_not_taken_as_shown() -> Non
         assert dropped not in index.shown and dropped not in index.counts
         assert status(emu, "moving") == {"endpoints": 1, "readyEndpoints": 1}
         # The next round writes the counts as they are now.
-        assert await write_counts(api, index) == 1
+        assert await write_counts(status_writer(api), index) == 1
         assert status(emu, "moving") == {"endpoints": 1, "readyEndpoints": 0}
         assert index.shown[moving] == EndpointCounts(ready=0, total=1)
 
@@ -255,7 +256,7 @@ async def test_rounds_every_interval_on_the_leader_once_synced() -> None:
         index = new_index()
         key = file(emu, index, "sel", EndpointCounts(ready=1, total=2))
         leading = False
-        task = asyncio.create_task(keep_writing_counts(api, index, lambda: leading))
+        task = asyncio.create_task(keep_writing_counts(status_writer(api), index, lambda: leading))
         try:
             # Not synced yet (a sync's counts may still be missing), then synced but not leading.
             await asyncio.sleep(3 * STATUS_INTERVAL + 0.5)

@@ -10,7 +10,9 @@ each object whose recorded counts differ from those shown, one merge patch of it
 subresource with the two fields. However fast the pods churn, an EndpointSelector's status is
 written at most once per interval; counts that come back to what the status shows, or a
 restart with nothing changed, write nothing. A failed write is logged and tried again at the
-next round.
+next round. The patches go through :class:`~..writer.ObjectWriter` (:func:`status_writer`), with
+the round's write fence as every other write of the operator: none is made from counts that
+predate a reset of the API server.
 
 Why not through Kopf's patch, as the ``Ready`` condition is (:mod:`.endpoint_selector_watch`):
 Kopf's only periodic per-object handlers (timers, daemons) hold a finalizer on every object,
@@ -32,21 +34,29 @@ from endpointslice_operator.controller.owners.endpoint_selector import (
     EndpointSelectorIndex,
     counts_patch,
 )
-from endpointslice_operator.controller.writer import ApiError, raise_for_status
+from endpointslice_operator.controller.reset import StateReset, WriteFence
+from endpointslice_operator.controller.writer import ApiError, ObjectWriter
 from endpointslice_operator.reconciler.endpoint_selector import GROUP, PLURAL, VERSION
 
-__all__ = ["STATUS_INTERVAL", "keep_writing_counts", "write_counts"]
+__all__ = ["STATUS_INTERVAL", "keep_writing_counts", "status_writer", "write_counts"]
 
 log = logging.getLogger(__name__)
 
 STATUS_INTERVAL = 5.0
 """Seconds between two rounds (and so at most one status write per EndpointSelector)."""
-WRITE_TIMEOUT = 30
 
 
-async def write_counts(api_client: ApiClient, index: EndpointSelectorIndex) -> int:
+def status_writer(api_client: ApiClient, fence: WriteFence | None = None) -> ObjectWriter:
+    """The writer of EndpointSelectors' status: the API client's timeout on every write, and
+    with the round's ``fence`` no write from counts that predate a reset of the API server."""
+    collection = f"/apis/{GROUP}/{VERSION}/namespaces/{{namespace}}/{PLURAL}"
+    return ObjectWriter(api_client, collection, ("uid",), fence=fence)
+
+
+async def write_counts(writer: ObjectWriter, index: EndpointSelectorIndex) -> int:
     """Patch the status of every EndpointSelector whose published counts differ from those
-    its status shows; how many were written. A failure is logged, the others go on."""
+    its status shows; how many were written. A failure is logged, the others go on; a write
+    the fence refuses (the API server was reset) ends the round."""
     written = 0
     for key, counts in list(index.counts.items()):
         entry = index.get(key)
@@ -59,19 +69,10 @@ async def write_counts(api_client: ApiClient, index: EndpointSelectorIndex) -> i
         )
         if update is None:
             continue
-        path = f"/apis/{GROUP}/{VERSION}/namespaces/{entry.namespace}/{PLURAL}/{entry.name}/status"
-        body = {"status": update}
         try:
-            response = await api_client.call_api(
-                path,
-                "PATCH",
-                header_params={"Content-Type": "application/merge-patch+json"},
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=WRITE_TIMEOUT,
-            )
-            await raise_for_status(response)
+            await writer.merge_patch_status(entry.namespace, entry.name, {"status": update})
+        except StateReset:
+            return written
         except ApiError as exc:
             if not exc.not_found:  # gone: its DELETED event is on its way
                 log.warning("could not write the status of EndpointSelector %s: %s", key, exc)
@@ -86,7 +87,7 @@ async def write_counts(api_client: ApiClient, index: EndpointSelectorIndex) -> i
 
 
 async def keep_writing_counts(
-    api_client: ApiClient,
+    writer: ObjectWriter,
     index: EndpointSelectorIndex,
     leading: Callable[[], bool],
     *,
@@ -97,4 +98,4 @@ async def keep_writing_counts(
     while True:
         await asyncio.sleep(interval)
         if leading() and index.synced:
-            await write_counts(api_client, index)
+            await write_counts(writer, index)
