@@ -25,6 +25,7 @@ from endpointslice_operator.controller.owners.endpoint_selector_status import (
     status_writer,
     write_counts,
 )
+from endpointslice_operator.controller.reset import Watermark, WriteFence
 from endpointslice_operator.testing import Emulator, run_emulator
 from endpointslice_operator.view import open_api_client
 
@@ -279,3 +280,19 @@ async def test_rounds_every_interval_on_the_leader_once_synced() -> None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+async def test_no_count_is_written_once_the_rounds_fence_is_closed() -> None:
+    # After a reset of the API server the counts predate it: the fence refuses the write,
+    # and the round's writes end there.
+    async with emulator() as emu, await open_api_client(emu.kubeconfig_path) as api:
+        index = new_index()
+        for name in ("a", "b"):
+            file(emu, index, name, EndpointCounts(ready=1, total=1))
+        fence = WriteFence(Watermark())
+        writer = status_writer(api, fence)
+        assert await write_counts(writer, index) == 2
+        index.counts = {key: EndpointCounts(ready=0, total=1) for key in index.counts}
+        fence.close("the API server was reset")
+        assert await write_counts(writer, index) == 0
+        assert patches(emu) == 2
