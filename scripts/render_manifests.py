@@ -7,6 +7,9 @@
 * ``chart/dashboards/endpointslice-operator.json``: a copy of the Grafana dashboard whose
   source of truth is ``docs/dashboards/endpointslice-operator.json`` (Helm's ``.Files`` only
   reads files inside the chart directory);
+* ``chart/files/alerts/endpointslice-operator.rules.yaml``: a copy of the Prometheus alerting
+  rules whose source of truth is ``docs/alerts/endpointslice-operator.rules.yaml`` (the chart's
+  PrometheusRule, behind ``metrics.prometheusRule.enabled``);
 * ``chart/files/crds/*.yaml``: copies of the CRDs of ``deploy/crds/`` (EndpointSelector,
   behind ``endpointSelectors.installCRD``; the Multi-Cluster Services ones, behind
   ``multicluster.installCRDs``).
@@ -32,6 +35,8 @@ CHART_DIR = ROOT / "chart"
 DEPLOY_MANIFEST = ROOT / "deploy" / "endpointslice-operator.yaml"
 DASHBOARD_SOURCE = ROOT / "docs" / "dashboards" / "endpointslice-operator.json"
 DASHBOARD_CHART_COPY = CHART_DIR / "dashboards" / "endpointslice-operator.json"
+ALERTS_SOURCE = ROOT / "docs" / "alerts" / "endpointslice-operator.rules.yaml"
+ALERTS_CHART_COPY = CHART_DIR / "files" / "alerts" / "endpointslice-operator.rules.yaml"
 CRD_SOURCE_DIR = ROOT / "deploy" / "crds"
 CRD_CHART_DIR = CHART_DIR / "files" / "crds"
 
@@ -146,6 +151,7 @@ def generated_files() -> dict[Path, str]:
     files = {
         DEPLOY_MANIFEST.relative_to(ROOT): default_manifest(),
         DASHBOARD_CHART_COPY.relative_to(ROOT): DASHBOARD_SOURCE.read_text(encoding="utf-8"),
+        ALERTS_CHART_COPY.relative_to(ROOT): ALERTS_SOURCE.read_text(encoding="utf-8"),
     }
     for crd in sorted(CRD_SOURCE_DIR.glob("*.yaml")):
         files[(CRD_CHART_DIR / crd.name).relative_to(ROOT)] = crd.read_text(encoding="utf-8")

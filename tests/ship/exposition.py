@@ -17,8 +17,8 @@ class _IdleQueue:
         return 0.0
 
 
-def exported_samples() -> dict[str, set[str]]:
-    """Sample name -> label names, read from the operator's own exposition text."""
+def touched_metrics() -> OperatorMetrics:
+    """The operator's metrics with a series in every family."""
     metrics = OperatorMetrics(CollectorRegistry())
     # Touch every labelled family once, as a running operator does, so that its series appear.
     metrics.record_change("create")
@@ -27,6 +27,8 @@ def exported_samples() -> dict[str, set[str]]:
     metrics.observe_slices_changed(1, topology="Disabled", traffic_distribution="")
     metrics.services_count_by_traffic_distribution.labels("PreferClose").set(1)
     metrics.leader.set(1)
+    metrics.set_pods_left_out("network", 1)
+    metrics.record_leftover_deleted("service_missing")
     metrics.mirroring.changes("create")
     mcs = metrics.multicluster
     mcs.peer_reachable.labels("west").set(1)
@@ -39,8 +41,13 @@ def exported_samples() -> dict[str, set[str]]:
     queue.observe_add("endpoint_slice")
     queue.observe_queue_duration("endpoint_slice", 0.01)
     queue.observe_work_duration("endpoint_slice", 0.01)
+    return metrics
+
+
+def exported_samples() -> dict[str, set[str]]:
+    """Sample name -> label names, read from the operator's own exposition text."""
     samples: dict[str, set[str]] = {}
-    text = render_registry(metrics.registry).decode()
+    text = render_registry(touched_metrics().registry).decode()
     # Read the sample lines as Prometheus does: `name{label="value",...} value`.
     for line in text.splitlines():
         if line and not line.startswith("#"):

@@ -56,6 +56,7 @@ def test_a_stale_or_missing_generated_file_is_reported(tmp_path: Path) -> None:
     assert render_manifests.stale_files(tmp_path) == [
         Path("deploy/endpointslice-operator.yaml"),
         Path("chart/dashboards/endpointslice-operator.json"),
+        Path("chart/files/alerts/endpointslice-operator.rules.yaml"),
         Path("chart/files/crds/clusterproperties.about.k8s.io.yaml"),
         Path("chart/files/crds/endpointselectors.endpointslice-operator.io.yaml"),
         Path("chart/files/crds/serviceexports.multicluster.x-k8s.io.yaml"),

@@ -36,6 +36,7 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
                 "interval": "15s",
                 "metricRelabelings": [{"action": "drop", "regex": "go_.*"}],
             },
+            "prometheusRule": {"enabled": True, "labels": {"release": "prometheus"}},
         },
         "grafanaDashboard": {"enabled": True, "namespace": "monitoring"},
     },
