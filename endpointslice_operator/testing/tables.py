@@ -203,6 +203,25 @@ def _endpoint_selector_cells(obj: JSON, now: float) -> list[Any]:
     ]
 
 
+def _condition_status(obj: JSON, kind: str) -> Any:
+    """``.status.conditions[?(@.type==kind)].status`` as the API server renders it (null when
+    absent)."""
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return next((c.get("status") for c in conditions if c.get("type") == kind), None)
+
+
+def _service_export_cells(obj: JSON, now: float) -> list[Any]:
+    """The ServiceExport CRD's printer columns (deploy/crds/serviceexports...yaml)."""
+    return [_condition_status(obj, kind) for kind in ("Valid", "Ready", "Conflict")]
+
+
+def _service_import_cells(obj: JSON, now: float) -> list[Any]:
+    """The ServiceImport CRD's printer columns: ``.spec.type``, ``.spec.ips[0]``."""
+    spec = obj.get("spec") or {}
+    ips = spec.get("ips") or []
+    return [spec.get("type"), ips[0] if ips else None]
+
+
 def _deployment_cells(obj: JSON, now: float) -> list[Any]:
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     ready = f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 0)}"
@@ -284,6 +303,30 @@ PRINTERS: dict[str, tuple[list[JSON], Cells]] = {
             {**_column("Selector", "Custom resource definition column."), "priority": 1},
         ],
         _endpoint_selector_cells,
+    ),
+    "serviceexports": (
+        [
+            _column("Valid", "Whether the Service can be exported (the Valid condition)."),
+            _column(
+                "Ready", "Whether the export is in effect in the clusterset (the Ready condition)."
+            ),
+            _column(
+                "Conflict",
+                "Whether other clusters export it with other properties (the Conflict condition).",
+            ),
+        ],
+        _service_export_cells,
+    ),
+    "serviceimports": (
+        [
+            _column("Type", "Custom resource definition column (in JSONPath format)."),
+            _column(
+                "IP",
+                "The first of spec.ips (its primary family), as kubectl shows a Service's "
+                "cluster IP.",
+            ),
+        ],
+        _service_import_cells,
     ),
     "endpoints": ([_column("Endpoints", "Endpoints of the object.")], _endpoints_cells),
     "namespaces": ([_column("Status", "The status of the namespace.")], _namespace_cells),

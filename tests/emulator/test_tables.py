@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
+import yaml
 
 from endpointslice_operator.testing import Emulator
 from endpointslice_operator.testing.tables import human_duration, wants_table
@@ -14,6 +16,7 @@ from tests.emulator.conftest import SLICES, endpoint_slice
 
 pytestmark = pytest.mark.looptime  # latencies, drops and watch timeouts on virtual time
 
+CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 KUBECTL_ACCEPT = (
     "application/json;as=Table;v=v1;g=meta.k8s.io,"
     "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
@@ -171,3 +174,62 @@ async def test_endpoint_selector_columns_are_those_of_its_crd(emu: Emulator) -> 
         "web": ["True", "Accepted", 3, 2, '{"matchLabels":{"app":"web"}}'],
         "new": [None, None, None, None, '{"matchLabels":{"app":"web"}}'],  # no status yet
     }
+
+
+def _crd_columns(plural: str) -> list[tuple[str, str]]:
+    """(name, description) of the printer columns of deploy/crds/<plural>...yaml, Age aside."""
+    (path,) = CRDS.glob(f"{plural}.*.yaml")
+    crd = yaml.safe_load(path.read_text(encoding="utf-8"))
+    (served,) = [v for v in crd["spec"]["versions"] if v["storage"]]
+    return [
+        (column["name"], column.get("description", ""))
+        for column in served["additionalPrinterColumns"]
+        if column["name"] != "Age"
+    ]
+
+
+async def test_multicluster_columns_are_those_of_their_crds(emu: Emulator) -> None:
+    emu.store.registry.unserved.discard("multicluster.x-k8s.io")  # the CRDs installed
+    base = "/apis/multicluster.x-k8s.io/v1beta1/namespaces/default"
+    export = {
+        "apiVersion": "multicluster.x-k8s.io/v1beta1",
+        "kind": "ServiceExport",
+        "metadata": {"name": "web", "namespace": "default"},
+    }
+    emu.store.create(export)
+    emu.store.create({**export, "metadata": {"name": "new", "namespace": "default"}})
+    current = emu.store.get("serviceexports", "default", "web")
+    assert current is not None
+    current["status"] = {
+        "conditions": [
+            {"type": "Valid", "status": "True", "reason": "Valid"},
+            {"type": "Ready", "status": "False", "reason": "Pending"},
+        ]
+    }
+    emu.store.update(current, subresource="status")
+    imported = {
+        "apiVersion": "multicluster.x-k8s.io/v1beta1",
+        "kind": "ServiceImport",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"type": "ClusterSetIP", "ips": ["10.96.0.10", "fd00::10"], "ports": []},
+    }
+    emu.store.create(imported)
+    emu.store.create(
+        {
+            **imported,
+            "metadata": {"name": "headless", "namespace": "default"},
+            "spec": {"type": "Headless", "ports": []},
+        }
+    )
+    for plural, want in (
+        ("serviceexports", {"web": ["True", "False", None], "new": [None, None, None]}),
+        ("serviceimports", {"web": ["ClusterSetIP", "10.96.0.10"], "headless": ["Headless", None]}),
+    ):
+        table = await get_table(emu, f"{base}/{plural}")
+        columns = table["columnDefinitions"]
+        names = [c["name"] for c in columns]
+        assert names == ["Name", *(name for name, _ in _crd_columns(plural)), "Age"]
+        for column, (_, description) in zip(columns[1:-1], _crd_columns(plural), strict=True):
+            assert not description or column["description"] == description
+        rows = {row["cells"][0]: row["cells"][1:-1] for row in table["rows"]}
+        assert rows == want

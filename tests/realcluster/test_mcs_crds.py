@@ -152,3 +152,53 @@ async def test_a_create_drops_the_status_as_the_emulator_does(kube: Kube, ns: st
         model = await local.create(f"{MCS}/v1beta1/namespaces/{ns}/serviceimports", body)
     assert "status" not in real, real
     assert "status" not in model, model
+
+
+async def test_kubectl_columns_show_conditions_and_the_primary_ip(kube: Kube, ns: str) -> None:
+    # `kubectl get serviceexports` shows Valid/Ready/Conflict; `kubectl get serviceimports`
+    # one IP, not a JSON array. The emulator renders the same (tests/emulator/test_tables.py).
+    await install_crds(kube)
+    await kube.create(
+        f"{MCS}/v1beta1/namespaces/{ns}/serviceexports",
+        {
+            "apiVersion": "multicluster.x-k8s.io/v1beta1",
+            "kind": "ServiceExport",
+            "metadata": {"name": "web", "namespace": ns},
+        },
+    )
+    conditions = [
+        {"type": kind, "status": status, "reason": reason, "message": "m"}
+        | {"lastTransitionTime": "2026-01-01T00:00:00Z"}
+        for kind, status, reason in (("Valid", "True", "Valid"), ("Ready", "False", "Pending"))
+    ]
+    await kube.request(
+        "PATCH",
+        f"{MCS}/v1beta1/namespaces/{ns}/serviceexports/web/status",
+        {"status": {"conditions": conditions}},
+        content_type="application/merge-patch+json",
+    )
+    await kube.create(
+        f"{MCS}/v1beta1/namespaces/{ns}/serviceimports",
+        {
+            "apiVersion": "multicluster.x-k8s.io/v1beta1",
+            "kind": "ServiceImport",
+            "metadata": {"name": "web", "namespace": ns},
+            "spec": {
+                "type": "ClusterSetIP",
+                "ips": ["10.96.0.10", "fd00::10"],
+                "ports": [{"port": 80, "protocol": "TCP"}],
+            },
+        },
+    )
+    for plural, columns, cells in (
+        ("serviceexports", ["Name", "Valid", "Ready", "Conflict", "Age"], ["True", "False", None]),
+        ("serviceimports", ["Name", "Type", "IP", "Age"], ["ClusterSetIP", "10.96.0.10"]),
+    ):
+        table = await kube.request(
+            "GET",
+            f"{MCS}/v1beta1/namespaces/{ns}/{plural}",
+            headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
+        )
+        assert [c["name"] for c in table["columnDefinitions"]] == columns
+        (row,) = table["rows"]
+        assert row["cells"][1:-1] == cells
