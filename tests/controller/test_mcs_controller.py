@@ -173,6 +173,11 @@ async def test_the_leader_queues_every_key_once_listed_then_changes_then_standin
                 await until(lambda: "east" in controller.leases.renewed)
                 await asyncio.sleep(PEER_TIMEOUT)  # the peer listed, its Lease renewed
                 queued.take()
+                # The peer whose kubeconfig never loaded has not been listed for longer than
+                # the peer timeout: it counts as gone now (it no longer holds back removals),
+                # a change of standing that queues every key once.
+                await until(lambda: any(len(call) > 1 for call in queued.calls))
+                queued.take()
                 await asyncio.sleep(PEER_TIMEOUT)  # standing the same: nothing queued
                 assert queued.take() == []
                 # a change: its key
@@ -189,12 +194,13 @@ async def test_the_leader_queues_every_key_once_listed_then_changes_then_standin
                 assert event["reason"] == "Ready"
                 # gauges
                 await asyncio.sleep(controller.probe_every)
-                assert sample(registry, "peer_reachable", peer="east") == 1.0
+                # Peers are named by their kubeconfig from the first scrape on.
+                assert sample(registry, "peer_reachable", peer=str(kubeconfig)) == 1.0
                 assert (
                     sample(registry, "peer_reachable", peer=str(tmp_path / "missing.kubeconfig"))
                     == 0.0
                 )
-                age = sample(registry, "peer_last_sync_age_seconds", peer="east")
+                age = sample(registry, "peer_last_sync_age_seconds", peer=str(kubeconfig))
                 assert age is not None and 0.0 <= age <= controller.probe_every * 2
                 assert sample(registry, "imported_slices", source_cluster="east") == 1.0
                 assert sample(registry, "imported_slices", source_cluster="west") == 1.0
@@ -209,7 +215,7 @@ async def test_the_leader_queues_every_key_once_listed_then_changes_then_standin
                 expire(local, "east")
                 await until(lambda: any(len(call) > 1 for call in queued.calls))
                 assert controller.leases.expired("east")
-                assert sample(registry, "peer_reachable", peer="east") == 0.0
+                assert sample(registry, "peer_reachable", peer=str(kubeconfig)) == 0.0
             finally:
                 await stopped(running)
             assert not ready(controller)

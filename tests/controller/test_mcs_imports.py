@@ -166,7 +166,8 @@ async def test_a_peer_export_in_a_namespace_this_cluster_lacks_writes_nothing() 
         assert w.syncer.counts.total == 0 and w.imported() is None
 
 
-async def test_nothing_is_removed_while_a_peer_is_unknown_and_that_is_logged(
+@pytest.mark.looptime
+async def test_a_peer_never_listed_holds_back_removals_only_until_the_peer_timeout(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async with world(others=(unknown_peer(),)) as w:
@@ -175,10 +176,18 @@ async def test_nothing_is_removed_while_a_peer_is_unknown_and_that_is_logged(
         await w.sync()
         w.emu.store.delete("serviceexports", NS, "web")
         w.remote.store.delete("serviceexports", NS, "web")
-        with caplog.at_level(logging.DEBUG, "endpointslice_operator.controller.mcs.imports"):
+        with caplog.at_level(logging.INFO, "endpointslice_operator.controller.mcs.imports"):
             await w.sync()
-        assert "some peer is not listed yet; nothing removed" in caplog.text
-        assert w.imported() is not None and set(w.slices()) == {"east", "west"}
+            await w.sync()  # told once, naming the peer and the import
+            assert caplog.text.count(f"import {NS}/web: no listed cluster exports it") == 1
+            assert "kept until peer(s) south.kubeconfig are listed" in caplog.text
+            assert w.imported() is not None and set(w.slices()) == {"east", "west"}
+            # South was never listed, so it has no Lease to tell how long it has been gone:
+            # past --mcs-peer-timeout (60 s here) it counts as gone and holds nothing back.
+            await asyncio.sleep(61)
+            await w.lease()
+            await w.sync()
+        assert w.imported() is None and w.slices() == {}
 
 
 async def test_a_peer_with_a_new_cluster_id_keeps_the_old_ids_slices_until_its_lease_expires(

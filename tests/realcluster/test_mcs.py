@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from functools import partial
 from pathlib import Path
@@ -485,7 +486,12 @@ async def test_an_unreachable_peer_keeps_its_slices_until_its_lease_expires(
                 await eventually(from_west, timeout=DEADLINE)
 
                 async def held_metric() -> bool:
-                    reachable = r'endpointslice_operator_mcs_peer_reachable\{peer="west"\}'
+                    # The peer is named by its kubeconfig (from the first scrape on).
+                    reachable = (
+                        r'endpointslice_operator_mcs_peer_reachable\{peer="'
+                        + re.escape(str(west_plane.kubeconfig))
+                        + r'"\}'
+                    )
                     held = r'endpointslice_operator_mcs_imported_slices\{source_cluster="west"\}'
                     assert await east_op.metric(reachable) == 1
                     assert await east_op.metric(held) == 1
@@ -502,7 +508,12 @@ async def test_an_unreachable_peer_keeps_its_slices_until_its_lease_expires(
                 await eventually(noticed, timeout=DEADLINE)
 
                 async def unreachable_metric() -> bool:
-                    reachable = r'endpointslice_operator_mcs_peer_reachable\{peer="west"\}'
+                    # The peer is named by its kubeconfig (from the first scrape on).
+                    reachable = (
+                        r'endpointslice_operator_mcs_peer_reachable\{peer="'
+                        + re.escape(str(west_plane.kubeconfig))
+                        + r'"\}'
+                    )
                     assert await east_op.metric(reachable) == 0
                     return True
 

@@ -158,6 +158,10 @@ class LeaseBook:
 
 
 async def load_peer_configuration(kubeconfig: Path) -> Configuration:
+    if not await asyncio.to_thread(kubeconfig.is_file):
+        # Said here, once per change by the caller; the library would also log a warning of
+        # its own at every try.
+        raise FileNotFoundError(f"no file {kubeconfig}")
     configuration = Configuration()
     await k8s_config.load_kube_config(
         config_file=str(kubeconfig), client_configuration=configuration
@@ -174,18 +178,46 @@ class Peer:
         self.cache = cache
         self.reachable = False
         self.api_client: ApiClient | None = None
+        self._unlisted_since: float | None = None
+
+    @property
+    def listed(self) -> bool:
+        """Its cluster id is known and every listing is in."""
+        return self.cache.complete and self.cache.cluster_id is not None
+
+    def unlisted_too_long(self, now: float, timeout: float) -> bool:
+        """Not :attr:`listed` for more than ``timeout`` seconds of this process (``now``: the
+        loop's clock, first asked when the process starts to count). Such a peer has no Lease
+        to tell how long it has been gone, so it counts as gone: it no longer holds back what
+        the listed clusters stopped exporting."""
+        if self.listed:
+            self._unlisted_since = None
+            return False
+        if self._unlisted_since is None:
+            self._unlisted_since = now
+        return now - self._unlisted_since > timeout
 
     async def watch(self, *, retry_every: float = 10.0) -> None:
         """Watch the peer into its cache, until cancelled (every replica: warm caches). A
         kubeconfig that does not load, or whose client cannot be made (a CA file that holds
         no certificate), is told and tried again every ``retry_every`` seconds."""
+        told = None
         while True:
             try:
                 client = OperatorApiClient(await load_peer_configuration(self.kubeconfig))
                 break
             except Exception as exc:
-                log.warning("peer %s: cannot load its kubeconfig: %s", self.kubeconfig, exc)
+                if str(exc) != told:  # once per change, not at every retry
+                    told = str(exc)
+                    log.warning(
+                        "peer %s: cannot load its kubeconfig (tried again every %g s): %s",
+                        self.kubeconfig,
+                        retry_every,
+                        exc,
+                    )
                 await asyncio.sleep(retry_every)
+        if told is not None:
+            log.info("peer %s: its kubeconfig loads now", self.kubeconfig)
         async with client as api_client:
             self.api_client = api_client
             try:

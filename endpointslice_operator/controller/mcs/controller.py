@@ -212,10 +212,12 @@ class MulticlusterController:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     def _standing_of(self) -> tuple[tuple[str | None, bool, bool], ...]:
+        now = asyncio.get_running_loop().time()
+        timeout = self.leases.timeout
         return tuple(
             (
                 peer.cache.cluster_id,
-                peer.cache.complete,
+                peer.listed or peer.unlisted_too_long(now, timeout),
                 peer.cache.cluster_id is not None and self.leases.expired(peer.cache.cluster_id),
             )
             for peer in self.peers
@@ -256,7 +258,10 @@ class MulticlusterController:
         reachable: dict[tuple[str, ...], float] = {}
         age: dict[tuple[str, ...], float] = {}
         for peer in self.peers:
-            name = peer.cache.cluster_id or str(peer.kubeconfig)
+            # The kubeconfig names a peer from the start (its cluster id is known only once it
+            # answers): one series per peer for its whole life, so an alert can fire for a peer
+            # that was never reachable.
+            name = str(peer.kubeconfig)
             reachable[(name,)] = 1.0 if peer.reachable else 0.0
             renewed = self.leases.renewed.get(peer.cache.cluster_id or "")
             if renewed is not None:

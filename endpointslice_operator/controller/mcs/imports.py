@@ -146,6 +146,8 @@ class ImportSyncer:
         """Keys synced before ``ready`` (the controller queues every key once ready)."""
         self.keys: Callable[[], Iterable[str]] = lambda: ()
         """Every import key the multi-cluster controller knows (set by it)."""
+        self._held: dict[Key, tuple[str, ...]] = {}
+        """Imports whose removal waits for unknown peers -> those peers (told once)."""
 
     # -- the owner-syncer protocol -------------------------------------------------------------
 
@@ -162,21 +164,37 @@ class ImportSyncer:
 
     # -- which clusters count ---------------------------------------------------------------
 
-    def _live(self) -> tuple[list[tuple[str, ClusterCache]], bool]:
-        """(live clusters as (id, cache), whether some peer is unknown)."""
+    def _live(self) -> tuple[list[tuple[str, ClusterCache]], list[Peer]]:
+        """(live clusters as (id, cache), the unknown peers: not listed, for at most
+        ``--mcs-peer-timeout``; one never listed for longer counts as gone)."""
         live: list[tuple[str, ClusterCache]] = []
-        unknown = False
+        unknown: list[Peer] = []
         if self.local.cluster_id is not None:
             live.append((self.local.cluster_id, self.local))
+        now = asyncio.get_running_loop().time()
         for peer in self.peers:
             cluster = peer.cache.cluster_id
-            if not peer.cache.complete or cluster is None:
-                unknown = True
+            if not peer.listed or cluster is None:
+                if not peer.unlisted_too_long(now, self.leases.timeout):
+                    unknown.append(peer)
                 continue
             if self.leases.expired(cluster):
                 continue
             live.append((cluster, peer.cache))
         return live, unknown
+
+    def _hold(self, key: Key, unknown: Sequence[Peer]) -> None:
+        """Say once (per set of peers) that an import no cluster exports is kept for now."""
+        names = tuple(str(peer.kubeconfig) for peer in unknown)
+        if self._held.get(key) != names:
+            self._held[key] = names
+            log.info(
+                "import %s/%s: no listed cluster exports it; kept until peer(s) %s are listed, "
+                "or at most --mcs-peer-timeout (%g s) after they were last listed",
+                *key,
+                ", ".join(names),
+                self.leases.timeout,
+            )
 
     # -- the sync -----------------------------------------------------------------------------
 
@@ -207,11 +225,13 @@ class ImportSyncer:
         failure = None
         if resolution is None or key[0] not in self.local.namespaces:
             if not unknown:
+                self._held.pop(key, None)
                 await self._remove(key)
             elif resolution is None:
-                log.debug("import %s/%s: some peer is not listed yet; nothing removed", *key)
+                self._hold(key, unknown)
         else:
-            failure = await self._apply(key, resolution, sources, live_ids, unknown)
+            self._held.pop(key, None)
+            failure = await self._apply(key, resolution, sources, live_ids, bool(unknown))
         await self._export_status(key, resolution, failure)
 
     async def _apply(
