@@ -40,60 +40,64 @@ import aiohttp
 import kopf
 from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api, DiscoveryV1Api
 
-from endpointslice_operator.controller import heap
-from endpointslice_operator.controller.api_client import OperatorApiClient, resolve_env_proxy
-from endpointslice_operator.controller.budget import WriteBudget
-from endpointslice_operator.controller.claim_watch import watch_claims
-from endpointslice_operator.controller.endpoints_index import LABEL_MANAGED_BY, EndpointsIndex
-from endpointslice_operator.controller.endpoints_sync import EndpointsSyncer, EndpointsSyncError
-from endpointslice_operator.controller.endpoints_writer import EndpointsWriter
-from endpointslice_operator.controller.events import EventRecorder
-from endpointslice_operator.controller.handlers import EventRouter, register_handlers
-from endpointslice_operator.controller.health import HealthServer
-from endpointslice_operator.controller.indexes import Indexes
-from endpointslice_operator.controller.kopf_wiring import (
-    WATCH_CLIENT_TIMEOUT,
-    WATCH_SERVER_TIMEOUT,
-    connection_info,
-    load_client_configuration,
-    run_kopf,
-)
-from endpointslice_operator.controller.leader import LeaderElector
-from endpointslice_operator.controller.list_watch import KINDS, ListWatcher
-from endpointslice_operator.controller.mcs.controller import MulticlusterController
-from endpointslice_operator.controller.mcs.imports import MulticlusterSyncError
-from endpointslice_operator.controller.mirroring import MirroringSyncer, MirroringSyncError
-from endpointslice_operator.controller.networks import NetworkAnnotations
-from endpointslice_operator.controller.owners import ENDPOINT_SELECTOR, SERVICE_IMPORT, OwnerSyncs
-from endpointslice_operator.controller.owners.endpoint_selector import (
-    EndpointSelectorIndex,
-    EndpointSelectorSyncer,
-)
-from endpointslice_operator.controller.owners.endpoint_selector_relist import (
-    endpoint_selector_relisting,
-)
-from endpointslice_operator.controller.owners.endpoint_selector_status import (
-    keep_writing_counts,
-    status_writer,
-)
-from endpointslice_operator.controller.owners.endpoint_selector_watch import (
-    serve_endpoint_selectors,
-)
-from endpointslice_operator.controller.queue import ServiceQueue
-from endpointslice_operator.controller.reset import (
+from endpointslice_operator.controller.api.client import OperatorApiClient, resolve_env_proxy
+from endpointslice_operator.controller.api.endpoints_writer import EndpointsWriter
+from endpointslice_operator.controller.api.reset import (
     RESET_PROBE_INTERVAL,
     SUSPECT_PROBE_INTERVAL,
     StateReset,
     Watermark,
     WriteFence,
 )
-from endpointslice_operator.controller.summary import run_summaries
-from endpointslice_operator.controller.sync import ServiceSyncer, SyncError
-from endpointslice_operator.controller.writer import ApiError, SliceWriter, raise_for_status
+from endpointslice_operator.controller.api.writer import ApiError, SliceWriter, raise_for_status
+from endpointslice_operator.controller.cache.endpoints_index import LABEL_MANAGED_BY, EndpointsIndex
+from endpointslice_operator.controller.cache.indexes import Indexes
+from endpointslice_operator.controller.cache.owner_kinds import (
+    ENDPOINT_SELECTOR,
+    SERVICE_IMPORT,
+    OwnerSyncs,
+)
+from endpointslice_operator.controller.endpoint_selector.relist import (
+    endpoint_selector_relisting,
+)
+from endpointslice_operator.controller.endpoint_selector.status import (
+    keep_writing_counts,
+    status_writer,
+)
+from endpointslice_operator.controller.endpoint_selector.sync import (
+    EndpointSelectorIndex,
+    EndpointSelectorSyncer,
+)
+from endpointslice_operator.controller.endpoint_selector.watch import (
+    serve_endpoint_selectors,
+)
+from endpointslice_operator.controller.mcs.controller import MulticlusterController
+from endpointslice_operator.controller.mcs.imports import MulticlusterSyncError
+from endpointslice_operator.controller.runtime import heap
+from endpointslice_operator.controller.runtime.health import HealthServer
+from endpointslice_operator.controller.runtime.leader import LeaderElector
+from endpointslice_operator.controller.runtime.summary import run_summaries
+from endpointslice_operator.controller.sync.endpoints import EndpointsSyncer, EndpointsSyncError
+from endpointslice_operator.controller.sync.events import EventRecorder
+from endpointslice_operator.controller.sync.mirroring import MirroringSyncer, MirroringSyncError
+from endpointslice_operator.controller.sync.networks import NetworkAnnotations
+from endpointslice_operator.controller.sync.service import ServiceSyncer, SyncError
+from endpointslice_operator.controller.watch.claim_watch import watch_claims
+from endpointslice_operator.controller.watch.kopf_wiring import (
+    WATCH_CLIENT_TIMEOUT,
+    WATCH_SERVER_TIMEOUT,
+    connection_info,
+    load_client_configuration,
+    run_kopf,
+)
+from endpointslice_operator.controller.watch.list_watch import KINDS, ListWatcher
+from endpointslice_operator.controller.watch.router import EventRouter, register_handlers
+from endpointslice_operator.controller.work.budget import WriteBudget
+from endpointslice_operator.controller.work.queue import ServiceQueue
 from endpointslice_operator.metrics import OperatorMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
-from endpointslice_operator.reconciler.topology import TopologyCache
-from endpointslice_operator.reconciler.tracker import StaleInformerCache
+from endpointslice_operator.reconciler.hints.topology import TopologyCache
+from endpointslice_operator.reconciler.tracking.tracker import StaleInformerCache
 from endpointslice_operator.settings import Settings
 
 __all__ = ["Operator", "OperatorFailed"]

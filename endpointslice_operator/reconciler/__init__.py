@@ -25,6 +25,7 @@ from .desired import (
     desired_from_service_pods,
 )
 from .endpoints import Endpoint, endpoint_from_dict
+from .hints.topology import TopologyCache
 from .labels import (
     ANNOTATION_TOPOLOGY_AWARE_HINTS,
     ANNOTATION_TOPOLOGY_MODE,
@@ -38,7 +39,6 @@ from .labels import (
     format_trigger_time,
     labels_from_service,
 )
-from .metrics_cache import EfficiencyInfo
 from .mirroring import (
     MIRRORING_CONTROLLER_NAME,
     MirroredEndpoints,
@@ -61,7 +61,7 @@ from .sources import (
     LeftOut,
     MultusNetwork,
 )
-from .topology import TopologyCache
+from .tracking.metrics_cache import EfficiencyInfo
 
 __all__ = [
     "ANNOTATION_OVER_CAPACITY",

@@ -11,10 +11,10 @@ from typing import Any
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from endpointslice_operator.controller.events import EventRecorder
-from endpointslice_operator.controller.indexes import Indexes
-from endpointslice_operator.controller.sync import ServiceSyncer
-from endpointslice_operator.controller.writer import SliceWriter
+from endpointslice_operator.controller.api.writer import SliceWriter
+from endpointslice_operator.controller.cache.indexes import Indexes
+from endpointslice_operator.controller.sync.events import EventRecorder
+from endpointslice_operator.controller.sync.service import ServiceSyncer
 from endpointslice_operator.metrics import OperatorMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
 from endpointslice_operator.reconciler.records import pod_record

@@ -2,12 +2,12 @@
 source cluster, and the status of this cluster's ServiceExport.
 
 :class:`ImportSyncer` is the owner syncer of the ``ServiceImport`` kind (see
-:mod:`endpointslice_operator.controller.owners`): its keys (``serviceimport:namespace/name``)
-go through the operator's one work queue, with the same workers, per-key backoff, retry budget
-and workqueue metrics as every other key, and its writes take tokens from the same write budget
-and pass the same write fence. The slices it writes are recorded in the same tracker, so the
-echo of its own write queues nothing, while a change or deletion by anyone else queues the
-import key again.
+:mod:`endpointslice_operator.controller.cache.owner_kinds`): its keys
+(``serviceimport:namespace/name``) go through the operator's one work queue, with the same workers,
+per-key backoff, retry budget and workqueue metrics as every other key, and its writes take tokens
+from the same write budget and pass the same write fence. The slices it writes are recorded in the
+same tracker, so the echo of its own write queues nothing, while a change or deletion by anyone else
+queues the import key again.
 
 Which clusters count. This cluster always does. A peer counts with what its cache holds while
 its Lease in this cluster is fresh and its listings are in ("live", even if it stopped
@@ -32,16 +32,16 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
-from endpointslice_operator.controller.budget import WriteBudget
-from endpointslice_operator.controller.events import NORMAL, WARNING, EventRecorder
-from endpointslice_operator.controller.mcs.cache import ClusterCache, Key, LocalCache
-from endpointslice_operator.controller.mcs.clusters import API_TIMEOUT, LeaseBook, Peer
-from endpointslice_operator.controller.owners import SERVICE_IMPORT, split_owner_key
-from endpointslice_operator.controller.writer import (
+from endpointslice_operator.controller.api.writer import (
     ApiError,
     ObjectWriter,
     SliceWriter,
 )
+from endpointslice_operator.controller.cache.owner_kinds import SERVICE_IMPORT, split_owner_key
+from endpointslice_operator.controller.mcs.cache import ClusterCache, Key, LocalCache
+from endpointslice_operator.controller.mcs.clusters import API_TIMEOUT, LeaseBook, Peer
+from endpointslice_operator.controller.sync.events import NORMAL, WARNING, EventRecorder
+from endpointslice_operator.controller.work.budget import WriteBudget
 from endpointslice_operator.metrics import MulticlusterMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
 from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY
@@ -66,7 +66,7 @@ from endpointslice_operator.reconciler.mcs import (
     service_import,
     service_import_change,
 )
-from endpointslice_operator.reconciler.tracker import EndpointSliceTracker
+from endpointslice_operator.reconciler.tracking.tracker import EndpointSliceTracker
 
 __all__ = ["ImportSyncer", "MulticlusterSyncError"]
 

@@ -1,0 +1,490 @@
+"""The EndpointSelector owner: index, spec validation, status, and the sync.
+
+An EndpointSelector (``endpointslice-operator.io/v1alpha1``, KEP-6116's shape; see
+docs/endpointselector.md) selects pods and ports without a Service. Its slices come from the
+same planner, queue and writer as a Service's (:mod:`.` for the seam):
+
+* :class:`EndpointSelectorIndex`: slim objects with their parsed selector, entered in the same
+  per-namespace pod/selector index as the Services (``ServiceIndex.put_selector``), so a pod
+  event queues the EndpointSelectors that select it beside the Services.
+* :func:`validate`: what the CRD's schema cannot refuse (an empty or malformed selector,
+  duplicate port names, an unknown protocol, ...): one ``(reason, message)`` per problem.
+* :func:`desired_status`: ``status.observedGeneration`` and the ``Ready`` condition, written
+  through Kopf's patch by the watch (:mod:`.endpoint_selector_watch`).
+* :func:`endpoint_counts` / :func:`counts_patch`: ``status.endpoints`` and
+  ``status.readyEndpoints``, the counts of the slices a sync published: the syncer records them
+  in ``EndpointSelectorIndex.counts``, the index keeps those each object's status shows
+  (``shown``), and :mod:`.endpoint_selector_status` writes the differences, at most once per
+  interval per object.
+* :class:`EndpointSelectorSyncer`: one EndpointSelector's sync, the work queue's handler for
+  ``endpointselector:`` keys: an invalid spec gets a Warning Event and no writes; a valid one
+  is planned with ``reconciler.plan_endpoint_selector`` and applied through the Service
+  syncer's write path; a deleted one has its slices deleted by the operator (the garbage
+  collector does it on a real cluster through their ownerReference; where none runs, nobody
+  else would).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
+
+from endpointslice_operator.controller.api.writer import ApiError
+from endpointslice_operator.controller.cache.indexes import ObjectEntry, ServiceIndex
+from endpointslice_operator.controller.cache.owner_kinds import ENDPOINT_SELECTOR, split_owner_key
+from endpointslice_operator.controller.cache.selectors import (
+    Selector,
+    SelectorError,
+    from_label_selector,
+)
+from endpointslice_operator.controller.sync.events import WARNING
+from endpointslice_operator.controller.sync.service import (
+    ServiceSyncer,
+    SyncError,
+    _is_deleting,
+    _Token,
+    recorded_sync,
+)
+from endpointslice_operator.reconciler.endpoint_selector import plan_endpoint_selector
+from endpointslice_operator.reconciler.plan import Plan
+from endpointslice_operator.reconciler.tracking.tracker import StaleInformerCache
+from endpointslice_operator.reconciler.tracking.trigger_time import TriggerTimeTracker, parse_time
+
+__all__ = [
+    "CONDITION_READY",
+    "PROTOCOLS",
+    "REASON_ACCEPTED",
+    "REASON_DUPLICATE_PORT_NAME",
+    "REASON_INVALID_IP_FAMILY",
+    "REASON_INVALID_PORT",
+    "REASON_INVALID_SELECTOR",
+    "REASON_UNKNOWN_PROTOCOL",
+    "EndpointCounts",
+    "EndpointSelectorEntry",
+    "EndpointSelectorIndex",
+    "EndpointSelectorSyncer",
+    "counts_patch",
+    "desired_status",
+    "endpoint_counts",
+    "status_patch",
+    "validate",
+]
+
+log = logging.getLogger(__name__)
+
+CONDITION_READY = "Ready"
+REASON_ACCEPTED = "Accepted"
+REASON_INVALID_SELECTOR = "InvalidSelector"
+REASON_DUPLICATE_PORT_NAME = "DuplicatePortName"
+REASON_UNKNOWN_PROTOCOL = "UnknownProtocol"
+REASON_INVALID_PORT = "InvalidPort"
+REASON_INVALID_IP_FAMILY = "InvalidIPFamily"
+PROTOCOLS = ("TCP", "UDP", "SCTP")
+_IANA_SVC_NAME = re.compile(r"^(?=.*[a-z])[a-z0-9]([a-z0-9]|-(?=[a-z0-9])){0,14}$")
+_PORT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_META_FIELDS = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "labels",
+    "ownerReferences",
+)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def validate(body: Mapping[str, Any]) -> tuple[Selector | None, list[tuple[str, str]]]:
+    """The parsed selector (None if unusable) and every problem of the spec, as
+    ``(condition reason, message)``."""
+    spec = _mapping(body.get("spec"))
+    problems: list[tuple[str, str]] = []
+    selector: Selector | None = None
+    try:
+        selector = from_label_selector(spec.get("selector"))
+    except SelectorError as exc:
+        problems.append((REASON_INVALID_SELECTOR, f"spec.selector: {exc}"))
+    ports = spec.get("ports") or []
+    if not isinstance(ports, list):
+        problems.append((REASON_INVALID_PORT, "spec.ports must be a list"))
+        ports = []
+    names: set[str] = set()
+    for index, port in enumerate(ports):
+        where = f"spec.ports[{index}]"
+        if not isinstance(port, Mapping):
+            problems.append((REASON_INVALID_PORT, f"{where} is not an object"))
+            continue
+        name = port.get("name") or ""
+        if not isinstance(name, str) or (name and not _PORT_NAME.match(name)) or len(name) > 63:
+            problems.append((REASON_INVALID_PORT, f"{where}.name {name!r} is not a DNS label"))
+        elif name in names:
+            problems.append((REASON_DUPLICATE_PORT_NAME, f"{where}.name {name!r} is used twice"))
+        elif not name and len(ports) > 1:
+            problems.append(
+                (REASON_INVALID_PORT, f"{where}.name is required when there are several ports")
+            )
+        names.add(str(name))
+        protocol = port.get("protocol", "TCP")
+        if protocol not in PROTOCOLS:
+            problems.append(
+                (
+                    REASON_UNKNOWN_PROTOCOL,
+                    f"{where}.protocol {protocol!r} is not one of {', '.join(PROTOCOLS)}",
+                )
+            )
+        number = port.get("port")
+        if isinstance(number, bool) or not (
+            (isinstance(number, int) and 1 <= number <= 65535)
+            or (isinstance(number, str) and _IANA_SVC_NAME.match(number))
+        ):
+            problems.append(
+                (
+                    REASON_INVALID_PORT,
+                    f"{where}.port {number!r} is neither a number from 1 to 65535 nor a "
+                    "container port name",
+                )
+            )
+        app_protocol = port.get("appProtocol")
+        if app_protocol is not None and not isinstance(app_protocol, str):
+            problems.append((REASON_INVALID_PORT, f"{where}.appProtocol must be a string"))
+    families = spec.get("ipFamilies")
+    if families is not None and (
+        not isinstance(families, list)
+        or not all(f in ("IPv4", "IPv6") for f in families)
+        or len(set(families)) != len(families)
+    ):
+        problems.append(
+            (REASON_INVALID_IP_FAMILY, f"spec.ipFamilies {families!r}: IPv4 and/or IPv6, once")
+        )
+    return (selector if not problems else None), problems
+
+
+def slim(body: Mapping[str, Any]) -> dict[str, Any]:
+    """What the syncs, Events and status read of an EndpointSelector."""
+    metadata = _mapping(body.get("metadata"))
+    return {
+        "apiVersion": body.get("apiVersion"),
+        "kind": body.get("kind"),
+        "metadata": {k: metadata[k] for k in _META_FIELDS if k in metadata},
+        "spec": dict(_mapping(body.get("spec"))),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointSelectorEntry(ObjectEntry):
+    key: str
+    body: dict[str, Any]
+    selector: Selector | None
+    """None when the spec is invalid (see ``problems``)."""
+    problems: tuple[tuple[str, str], ...]
+
+    @property
+    def generation(self) -> int:
+        generation = self.body["metadata"].get("generation")
+        return generation if isinstance(generation, int) else 0
+
+
+class EndpointSelectorIndex:
+    """EndpointSelectors as last seen; their selectors live in the Services' selector index.
+
+    ``synced`` turns true once every watched scope has been listed: before that, a sync of an
+    EndpointSelector key must not take a missing object for a deleted one.
+    """
+
+    def __init__(self, services: ServiceIndex) -> None:
+        self._services = services
+        self._entries: dict[str, EndpointSelectorEntry] = {}
+        self.synced = False
+        self.served = False
+        """The API server serves the CRD (found by discovery)."""
+        self.counts: dict[str, EndpointCounts] = {}
+        """Per key, the endpoints of the slices the last successful sync published (written by
+        the syncer, read by :mod:`.endpoint_selector_status`)."""
+        self.shown: dict[str, EndpointCounts] = {}
+        """Per key, the counts the object's status showed when last seen."""
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: str) -> EndpointSelectorEntry | None:
+        return self._entries.get(key)
+
+    def keys(self) -> list[str]:
+        return list(self._entries)
+
+    def upsert(
+        self, body: Mapping[str, Any]
+    ) -> tuple[EndpointSelectorEntry | None, EndpointSelectorEntry]:
+        slim_body = slim(body)
+        metadata = slim_body["metadata"]
+        namespace, name = str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+        selector, problems = validate(slim_body)
+        entry = EndpointSelectorEntry(
+            ENDPOINT_SELECTOR.key(namespace, name), slim_body, selector, tuple(problems)
+        )
+        previous = self._entries.get(entry.key)
+        self._entries[entry.key] = entry
+        shown = _shown_counts(body.get("status"))
+        if shown is None:
+            self.shown.pop(entry.key, None)
+        else:
+            self.shown[entry.key] = shown
+        self._services.put_selector(entry.key, namespace, selector)
+        return previous, entry
+
+    def remove(self, namespace: str, name: str) -> EndpointSelectorEntry | None:
+        key = ENDPOINT_SELECTOR.key(namespace, name)
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._services.put_selector(key, namespace, None)
+        self.counts.pop(key, None)
+        self.shown.pop(key, None)
+        return entry
+
+
+class EndpointCounts(NamedTuple):
+    """``status.readyEndpoints`` and ``status.endpoints``."""
+
+    ready: int
+    total: int
+
+
+def endpoint_counts(slices: Iterable[Mapping[str, Any]]) -> EndpointCounts:
+    """Endpoints in these slices, and those ready (``ready`` unset counts as ready, as
+    kube-proxy reads it). A dual-stack pod is one endpoint in each family's slices."""
+    ready = total = 0
+    for endpoint_slice in slices:
+        for endpoint in endpoint_slice.get("endpoints") or ():
+            if not isinstance(endpoint, Mapping):
+                continue
+            total += 1
+            conditions = _mapping(endpoint.get("conditions"))
+            if conditions.get("ready") is not False:
+                ready += 1
+    return EndpointCounts(ready, total)
+
+
+def _shown_counts(status: Any) -> EndpointCounts | None:
+    status = _mapping(status)
+    total, ready = status.get("endpoints"), status.get("readyEndpoints")
+    if isinstance(total, int) and isinstance(ready, int):
+        return EndpointCounts(ready, total)
+    return None
+
+
+def published_slices(existing: Iterable[Mapping[str, Any]], plan: Plan) -> list[Mapping[str, Any]]:
+    """The slices once ``plan`` is applied to ``existing``."""
+    replaced = {
+        str(_mapping(s.get("metadata")).get("name") or "") for s in (*plan.updates, *plan.deletes)
+    }
+    kept = [s for s in existing if _mapping(s.get("metadata")).get("name") not in replaced]
+    return [*kept, *plan.updates, *plan.creates]
+
+
+def counts_patch(
+    counts: EndpointCounts | None, current: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """``status.endpoints`` and ``status.readyEndpoints`` to write, or None when unknown
+    (no sync published yet) or already shown."""
+    if counts is None:
+        return None
+    current = _mapping(current)
+    if current.get("endpoints") == counts.total and current.get("readyEndpoints") == counts.ready:
+        return None
+    return {"endpoints": counts.total, "readyEndpoints": counts.ready}
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def desired_status(entry: EndpointSelectorEntry) -> tuple[str, str, str]:
+    """``(status, reason, message)`` of the ``Ready`` condition for this spec."""
+    if entry.problems:
+        reason = entry.problems[0][0]
+        return "False", reason, "; ".join(message for _, message in entry.problems)
+    return "True", REASON_ACCEPTED, "The operator publishes the EndpointSlices of this selector"
+
+
+def status_patch(
+    entry: EndpointSelectorEntry, current: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """The status to write (observedGeneration and the Ready condition), or None when the
+    object's status says so already (a restart with nothing changed writes nothing)."""
+    status, reason, message = desired_status(entry)
+    current = _mapping(current)
+    conditions = current.get("conditions")
+    held = next(
+        (
+            c
+            for c in (conditions if isinstance(conditions, list) else ())
+            if isinstance(c, Mapping) and c.get("type") == CONDITION_READY
+        ),
+        None,
+    )
+    generation = entry.generation
+    if (
+        held is not None
+        and current.get("observedGeneration") == generation
+        and held.get("status") == status
+        and held.get("reason") == reason
+        and held.get("message") == message
+        and held.get("observedGeneration") == generation
+    ):
+        return None
+    transition = (
+        held.get("lastTransitionTime")
+        if held is not None and held.get("status") == status and held.get("lastTransitionTime")
+        else _now()
+    )
+    return {
+        "observedGeneration": generation,
+        "conditions": [
+            {
+                "type": CONDITION_READY,
+                "status": status,
+                "reason": reason,
+                "message": message,
+                "observedGeneration": generation,
+                "lastTransitionTime": transition,
+            }
+        ],
+    }
+
+
+class EndpointSelectorSyncer:
+    """Syncs ``endpointselector:`` keys (an owner syncer, see :class:`.OwnerSyncs`)."""
+
+    def __init__(
+        self,
+        index: EndpointSelectorIndex,
+        services: ServiceSyncer,
+        *,
+        kep6116_labels: bool = False,
+    ) -> None:
+        self.index = index
+        self.services = services
+        """The Service syncer: its writer, budget, tracker, metrics and Events are shared."""
+        self.kep6116_labels = kep6116_labels
+        self.trigger_times = TriggerTimeTracker()
+        self._warned: dict[str, int] = {}
+        """Keys told about an invalid spec, and the generation told about."""
+        self.waiting: set[str] = set()
+        """Keys synced before the first listing was in (queued again once it is)."""
+
+    def start_term(self) -> None:
+        self.trigger_times = TriggerTimeTracker()
+        self._warned.clear()
+        self.index.counts.clear()  # an earlier term's: this term's syncs record them again
+
+    def all_keys(self) -> Iterable[str]:
+        keys = set(self.index.keys())
+        keys.update(
+            key
+            for key in self.services.indexes.slices.services_with_ours()
+            if key.startswith(f"{ENDPOINT_SELECTOR.key_prefix}:")
+        )
+        return sorted(keys)
+
+    async def sync(self, key: str) -> None:
+        if not self.index.synced:
+            # Not listed yet: a missing object is not a deleted one, and this is no sync.
+            self.waiting.add(key)
+            return
+        await recorded_sync(self.services.metrics, self._sync(key))
+
+    async def _sync(self, key: str) -> None:
+        entry = self.index.get(key)
+        if entry is None:
+            await self._gone(key)
+            return
+        if entry.selector is None:
+            if self._warned.get(key) != entry.generation:
+                self._warned[key] = entry.generation
+                reason, _ = entry.problems[0]
+                await self.services.recorder.record(
+                    entry.body,
+                    WARNING,
+                    reason,
+                    "Not publishing EndpointSlices: "
+                    + "; ".join(message for _, message in entry.problems),
+                )
+            return
+        self._warned.pop(key, None)
+        services = self.services
+        held = _Token()
+        if services.budget is not None and services.plan_after_budget:
+            await services._spend()
+            held.held = True
+        try:
+            await self._plan_and_apply(entry, held)
+        finally:
+            if held.held and services.budget is not None:
+                services.budget.refund()
+
+    async def _plan_and_apply(self, entry: EndpointSelectorEntry, held: _Token) -> None:
+        services = self.services
+        indexes = services.indexes
+        assert entry.selector is not None
+        pods = indexes.pods.select(entry.namespace, entry.selector)
+        slices = [s for s in indexes.slices.ours(entry.key) if not _is_deleting(s)]
+        if services.tracker.stale_slices(entry.body, slices):
+            raise StaleInformerCache()
+        trigger_time = self.trigger_times.compute_trigger_time(
+            entry.namespace,
+            entry.name,
+            parse_time(entry.body["metadata"].get("creationTimestamp")),
+            {pod.name: parse_time(pod.ready_transition) for pod in pods},
+        )
+        nodes = indexes.nodes.subset({pod.node_name for pod in pods if pod.node_name})
+        plan = plan_endpoint_selector(
+            entry.body,
+            pods,
+            nodes,
+            slices,
+            services.config,
+            trigger_time=trigger_time,
+            kep6116_labels=self.kep6116_labels,
+        )
+        services._record_plan_metrics(entry.key, plan)
+        for event in plan.events:
+            await services.recorder.record(entry.body, event.type, event.reason, event.message)
+        await services._apply(entry, plan, held)
+        self.index.counts[entry.key] = endpoint_counts(published_slices(slices, plan))
+        missing_nodes = [e for e in plan.errors if e.endswith(" Not Found")]
+        if missing_nodes:
+            message = "; ".join(missing_nodes)
+            await services._failed(entry, message)
+            raise SyncError(message)
+
+    async def _gone(self, key: str) -> None:
+        """The EndpointSelector is gone: delete the slices we manage for it (the garbage
+        collector may be doing the same: a slice already gone is not an error)."""
+        services = self.services
+        _, namespace, name = split_owner_key(key)
+        for endpoint_slice in services.indexes.slices.ours(key):
+            if _is_deleting(endpoint_slice):
+                continue
+            await services._spend()
+            try:
+                deleted = await services.writer.delete(endpoint_slice)
+            except ApiError as exc:
+                raise SyncError(
+                    f"failed to delete a slice of EndpointSelector {key}: {exc}"
+                ) from exc
+            services.tracker.expect_deletion(endpoint_slice)
+            if deleted:
+                services.metrics.record_change("delete")
+        self.trigger_times.delete_service(namespace, name)
+        services.metrics_cache.delete_service(key)
+        services._publish_gauges()
+        self._warned.pop(key, None)
