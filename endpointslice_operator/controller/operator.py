@@ -41,7 +41,7 @@ import kopf
 from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api, DiscoveryV1Api
 
 from endpointslice_operator.controller.api.client import OperatorApiClient, resolve_env_proxy
-from endpointslice_operator.controller.api.endpoints_writer import EndpointsWriter
+from endpointslice_operator.controller.api.errors import ApiError, raise_for_status
 from endpointslice_operator.controller.api.reset import (
     RESET_PROBE_INTERVAL,
     SUSPECT_PROBE_INTERVAL,
@@ -49,7 +49,7 @@ from endpointslice_operator.controller.api.reset import (
     Watermark,
     WriteFence,
 )
-from endpointslice_operator.controller.api.writer import ApiError, SliceWriter, raise_for_status
+from endpointslice_operator.controller.api.writer import EndpointsWriter, SliceWriter
 from endpointslice_operator.controller.cache.endpoints_index import LABEL_MANAGED_BY, EndpointsIndex
 from endpointslice_operator.controller.cache.indexes import Indexes
 from endpointslice_operator.controller.cache.owner_kinds import (

@@ -24,7 +24,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from endpointslice_operator.controller.api.client import OperatorApiClient, resolve_env_proxy
 from endpointslice_operator.controller.api.cluster_config import load_client_configuration
-from endpointslice_operator.controller.api.writer import ApiError
+from endpointslice_operator.controller.api.errors import ApiError
 from endpointslice_operator.controller.cache.selectors import Selector, parse_selector
 from endpointslice_operator.controller.watch.list_watch import ListWatcher
 from endpointslice_operator.reconciler.mcs import MCS_API_VERSION

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from endpointslice_operator.controller.api.writer import ApiError
+from endpointslice_operator.controller.api.errors import ApiError
 from endpointslice_operator.controller.cache.selectors import parse_selector
 from endpointslice_operator.view.merge import EndpointView
 from endpointslice_operator.view.model import Change

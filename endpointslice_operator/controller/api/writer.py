@@ -1,16 +1,15 @@
-"""EndpointSlice writes: create, replace, delete.
+"""Every kind's writes: create, replace, delete (EndpointSlices, Endpoints, any namespaced kind).
 
 Objects travel as plain JSON dicts both ways, sent and read by
 :class:`~.direct_requests.DirectRequests` on the kubernetes-asyncio client's session and
 credentials, without its generic request machinery or its generated models: the slice the
 server returns is the exact JSON the reconciler and the indexes work with. Failures become
-:class:`ApiError`, which keeps the HTTP status and the ``Status`` object's reason and causes.
+:class:`~.errors.ApiError`.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
@@ -22,87 +21,16 @@ from endpointslice_operator.controller.api.direct_requests import (
     DirectRequests,
     path_segment,
 )
+from endpointslice_operator.controller.api.errors import ApiError, read_answer
 from endpointslice_operator.controller.api.json_codec import load_bytes
 from endpointslice_operator.controller.api.reset import WriteFence
 
-__all__ = ["ApiError", "ObjectWriter", "SliceWriter", "raise_for_status"]
-
-NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
-
-
-class ApiError(Exception):
-    """A failed API call: HTTP status plus the decoded ``Status`` body when there is one."""
-
-    def __init__(self, status: int, body: Mapping[str, Any] | None, text: str = "") -> None:
-        self.status = status
-        self.body: Mapping[str, Any] = body or {}
-        self.reason: str = str(self.body.get("reason") or "")
-        message = str(self.body.get("message") or text or f"HTTP {status}")
-        super().__init__(message)
-
-    @property
-    def causes(self) -> list[Mapping[str, Any]]:
-        details = self.body.get("details")
-        causes = details.get("causes") if isinstance(details, Mapping) else None
-        return [c for c in causes or () if isinstance(c, Mapping)]
-
-    def has_cause(self, cause_type: str) -> bool:
-        return any(
-            c.get("type") == cause_type or c.get("reason") == cause_type for c in self.causes
-        )
-
-    @property
-    def namespace_terminating(self) -> bool:
-        """Upstream's ``HasStatusCause(err, NamespaceTerminatingCause)``."""
-        return self.has_cause(NAMESPACE_TERMINATING_CAUSE)
-
-    @property
-    def not_found(self) -> bool:
-        return self.status == 404
-
-    @property
-    def conflict(self) -> bool:
-        return self.status == 409
-
-
-async def raise_for_status(response: Any) -> dict[str, Any]:
-    """Read an unread aiohttp response (of a ``_preload_content=False`` call): the decoded JSON
-    object, or ApiError."""
-    return await _read_answer(response, json.loads)
-
-
-async def get_unless_missing(api_client: Any, path: str) -> dict[str, Any] | None:
-    """GET ``path`` (a discovery document, an object): its JSON object, or None on 404; other
-    failures raise ApiError."""
-    response = await api_client.call_api(
-        path, "GET", auth_settings=["BearerToken"], _preload_content=False
-    )
-    try:
-        return await raise_for_status(response)
-    except ApiError as exc:
-        if exc.not_found:
-            return None
-        raise
-
-
-async def _read_answer(response: Any, loads: Callable[[bytes], Any]) -> dict[str, Any]:
-    try:
-        raw = await response.read()
-    finally:
-        response.release()
-    try:
-        decoded = loads(raw) if raw else {}
-    except ValueError:
-        decoded = {}
-    body = decoded if isinstance(decoded, dict) else {}
-    if not 200 <= response.status <= 299:
-        raise ApiError(response.status, body, raw[:500].decode("utf-8", errors="replace"))
-    return body
+__all__ = ["EndpointsWriter", "ObjectWriter", "SliceWriter"]
 
 
 async def _written(response: Any) -> dict[str, Any]:
     """A write's answer (:mod:`.json_codec`), or ApiError."""
-    return await _read_answer(response, load_bytes)
+    return await read_answer(response, load_bytes)
 
 
 class ObjectWriter:
@@ -212,5 +140,18 @@ class SliceWriter(ObjectWriter):
             api_client,
             "/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices",
             ("uid",),
+            fence=fence,
+        )
+
+
+class EndpointsWriter(ObjectWriter):
+    """The three ``core/v1`` Endpoints writes the operator makes (deletes: uid and
+    resourceVersion preconditions)."""
+
+    def __init__(self, api_client: ApiClient, *, fence: WriteFence | None = None) -> None:
+        super().__init__(
+            api_client,
+            "/api/v1/namespaces/{namespace}/endpoints",
+            ("uid", "resourceVersion"),
             fence=fence,
         )

@@ -30,8 +30,9 @@ from collections.abc import Callable
 import aiohttp
 from kubernetes_asyncio.client import ApiClient
 
+from endpointslice_operator.controller.api.errors import ApiError
 from endpointslice_operator.controller.api.reset import StateReset, WriteFence
-from endpointslice_operator.controller.api.writer import ApiError, ObjectWriter
+from endpointslice_operator.controller.api.writer import ObjectWriter
 from endpointslice_operator.controller.endpoint_selector.sync import (
     EndpointSelectorIndex,
     counts_patch,

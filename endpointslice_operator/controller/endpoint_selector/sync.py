@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from endpointslice_operator.controller.api.writer import ApiError
+from endpointslice_operator.controller.api.errors import ApiError
 from endpointslice_operator.controller.cache.indexes import ObjectEntry, ServiceIndex
 from endpointslice_operator.controller.cache.owner_kinds import ENDPOINT_SELECTOR, split_owner_key
 from endpointslice_operator.controller.cache.selectors import (

@@ -20,7 +20,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 
 from endpointslice_operator.controller.api.client import OperatorApiClient, resolve_env_proxy
 from endpointslice_operator.controller.api.direct_requests import DirectRequests, path_segment
-from endpointslice_operator.controller.api.writer import ApiError, raise_for_status
+from endpointslice_operator.controller.api.errors import ApiError, raise_for_status
 from endpointslice_operator.controller.mcs.cache import ClusterCache
 from endpointslice_operator.controller.watch.list_watch import ListWatcher
 from endpointslice_operator.reconciler.mcs import ABOUT_API_VERSION, MCS_API_VERSION

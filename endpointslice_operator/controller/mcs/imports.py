@@ -32,11 +32,8 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
-from endpointslice_operator.controller.api.writer import (
-    ApiError,
-    ObjectWriter,
-    SliceWriter,
-)
+from endpointslice_operator.controller.api.errors import ApiError
+from endpointslice_operator.controller.api.writer import ObjectWriter, SliceWriter
 from endpointslice_operator.controller.cache.owner_kinds import SERVICE_IMPORT, split_owner_key
 from endpointslice_operator.controller.mcs.cache import ClusterCache, Key, LocalCache
 from endpointslice_operator.controller.mcs.clusters import API_TIMEOUT, LeaseBook, Peer

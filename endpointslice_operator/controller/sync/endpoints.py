@@ -35,8 +35,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from endpointslice_operator.controller.api.endpoints_writer import EndpointsWriter
-from endpointslice_operator.controller.api.writer import ApiError
+from endpointslice_operator.controller.api.errors import ApiError
+from endpointslice_operator.controller.api.writer import EndpointsWriter
 from endpointslice_operator.controller.cache.endpoints_index import EndpointsIndex
 from endpointslice_operator.controller.cache.indexes import Indexes, ServiceEntry, split_key
 from endpointslice_operator.controller.sync.events import WARNING, EventRecorder

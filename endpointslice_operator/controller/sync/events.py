@@ -22,8 +22,8 @@ from typing import Any, cast
 
 from kubernetes_asyncio.client import ApiClient, CoreV1Api
 
+from endpointslice_operator.controller.api.errors import ApiError, raise_for_status
 from endpointslice_operator.controller.api.reset import StateReset, WriteFence
-from endpointslice_operator.controller.api.writer import ApiError, raise_for_status
 from endpointslice_operator.controller.work.budget import WriteBudget
 
 __all__ = ["EVENT_SOURCE_COMPONENT", "NORMAL", "WARNING", "EventRecorder"]

@@ -34,7 +34,8 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient, CoreV1Api
 
-from endpointslice_operator.controller.api.writer import ApiError, SliceWriter, raise_for_status
+from endpointslice_operator.controller.api.errors import ApiError, raise_for_status
+from endpointslice_operator.controller.api.writer import SliceWriter
 from endpointslice_operator.controller.cache.indexes import Indexes, ServiceEntry, split_key
 from endpointslice_operator.controller.sync.events import WARNING, EventRecorder
 from endpointslice_operator.controller.work.budget import WriteBudget

@@ -34,7 +34,8 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, NoReturn, Protocol
 
-from endpointslice_operator.controller.api.writer import ApiError, SliceWriter
+from endpointslice_operator.controller.api.errors import ApiError
+from endpointslice_operator.controller.api.writer import SliceWriter
 from endpointslice_operator.controller.cache.indexes import Indexes, ServiceEntry, split_key
 from endpointslice_operator.controller.cache.optin import Status
 from endpointslice_operator.controller.cache.owner_kinds import split_owner_key, tracker_for_owners

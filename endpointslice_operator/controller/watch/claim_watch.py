@@ -20,12 +20,12 @@ from typing import Any
 import aiohttp
 from kubernetes_asyncio.client import ApiClient
 
-from endpointslice_operator.controller.api.reset import Watermark
-from endpointslice_operator.controller.api.writer import (
+from endpointslice_operator.controller.api.errors import (
     ApiError,
     get_unless_missing,
     raise_for_status,
 )
+from endpointslice_operator.controller.api.reset import Watermark
 from endpointslice_operator.controller.cache.claims import GROUP, PLURAL, VERSIONS, pick_version
 from endpointslice_operator.controller.cache.indexes import Indexes
 from endpointslice_operator.controller.watch.list_watch import ListWatcher

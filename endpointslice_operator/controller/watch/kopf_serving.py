@@ -28,7 +28,7 @@ import aiohttp
 import kopf
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from endpointslice_operator.controller.api.writer import (
+from endpointslice_operator.controller.api.errors import (
     ApiError,
     get_unless_missing,
     raise_for_status,

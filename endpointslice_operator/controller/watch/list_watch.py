@@ -43,13 +43,13 @@ from typing import Any
 import aiohttp
 from kubernetes_asyncio.client import ApiClient, CoreV1Api, CustomObjectsApi, DiscoveryV1Api
 
+from endpointslice_operator.controller.api.errors import ApiError, raise_for_status
 from endpointslice_operator.controller.api.json_codec import load_bytes
 from endpointslice_operator.controller.api.reset import (
     Watermark,
     is_too_large_resource_version,
     parse_version,
 )
-from endpointslice_operator.controller.api.writer import ApiError, raise_for_status
 from endpointslice_operator.retry_log import RetryLog
 
 __all__ = ["KINDS", "ListWatcher"]

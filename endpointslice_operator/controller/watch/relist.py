@@ -54,7 +54,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from endpointslice_operator.controller.api.client import DEFAULT_API_TIMEOUT
 from endpointslice_operator.controller.api.direct_requests import path_segment
-from endpointslice_operator.controller.api.writer import get_unless_missing, raise_for_status
+from endpointslice_operator.controller.api.errors import get_unless_missing, raise_for_status
 
 __all__ = ["COUNT_INTERVAL", "RELIST_QUIET_PERIOD", "Key", "Relisting", "object_path"]
 

@@ -26,8 +26,8 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 
 from endpointslice_operator.controller.api.client import OperatorApiClient, resolve_env_proxy
 from endpointslice_operator.controller.api.direct_requests import path_segment
-from endpointslice_operator.controller.api.endpoints_writer import EndpointsWriter
-from endpointslice_operator.controller.api.writer import ApiError, SliceWriter
+from endpointslice_operator.controller.api.errors import ApiError
+from endpointslice_operator.controller.api.writer import EndpointsWriter, SliceWriter
 from endpointslice_operator.testing import Emulator, run_emulator
 
 NS = "w"

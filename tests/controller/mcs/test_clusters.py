@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from endpointslice_operator.controller.api.writer import ApiError
+from endpointslice_operator.controller.api.errors import ApiError
 from endpointslice_operator.controller.mcs.cache import LOCAL_KINDS, ClusterCache, LocalCache
 from endpointslice_operator.controller.mcs.clusters import LeaseBook, Peer, watch_cluster
 from endpointslice_operator.testing import run_emulator

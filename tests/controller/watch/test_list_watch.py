@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from endpointslice_operator.controller.api.writer import ApiError
+from endpointslice_operator.controller.api.errors import ApiError
 from endpointslice_operator.controller.watch.kopf_wiring import load_client_configuration
 from endpointslice_operator.controller.watch.list_watch import ListWatcher
 from endpointslice_operator.testing import Emulator, FaultConfig, run_emulator
