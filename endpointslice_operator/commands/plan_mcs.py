@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from endpointslice_operator.commands.plan import (
+from endpointslice_operator.commands.manifests import (
     InputError,
     Operation,
     ServiceResult,
