@@ -77,11 +77,12 @@ from endpointslice_operator.controller.runtime import heap
 from endpointslice_operator.controller.runtime.health import HealthServer
 from endpointslice_operator.controller.runtime.leader import LeaderElector
 from endpointslice_operator.controller.runtime.summary import run_summaries
+from endpointslice_operator.controller.sync.apply import SliceWrites, SyncError
 from endpointslice_operator.controller.sync.endpoints import EndpointsSyncer, EndpointsSyncError
 from endpointslice_operator.controller.sync.events import EventRecorder
 from endpointslice_operator.controller.sync.mirroring import MirroringSyncer, MirroringSyncError
 from endpointslice_operator.controller.sync.networks import NetworkAnnotations
-from endpointslice_operator.controller.sync.service import ServiceSyncer, SyncError
+from endpointslice_operator.controller.sync.service import ServiceSyncer
 from endpointslice_operator.controller.watch.claim_watch import watch_claims
 from endpointslice_operator.controller.watch.kopf_wiring import (
     WATCH_CLIENT_TIMEOUT,
@@ -281,15 +282,38 @@ class Operator:
         self._fence = fence
         recorder = EventRecorder(api_client, instance=self.identity, budget=budget, fence=fence)
         fresh = self.write_policy == "fresh"
+        writes = SliceWrites(
+            writer=SliceWriter(api_client, fence=fence),
+            recorder=recorder,
+            metrics=self.metrics,
+            max_endpoints_per_slice=self.config.max_endpoints_per_slice,
+            budget=budget,
+            plan_after_budget=fresh,
+        )
+        mirroring = MirroringSyncer(
+            indexes=self.indexes,
+            api_client=api_client,
+            writes=writes,
+            recorder=EventRecorder(
+                api_client,
+                component=MIRRORING_EVENT_COMPONENT,
+                instance=self.identity,
+                budget=budget,
+                fence=fence,
+            ),
+            config=self.config,
+            source_annotation=self.settings.source_annotation,
+            max_endpoints_per_subset=self.settings.max_endpoints_per_subset,
+            metrics=self.metrics.mirroring,
+            network_annotations=self.networks.names,
+        )
         syncer = ServiceSyncer(
             indexes=self.indexes,
-            writer=SliceWriter(api_client, fence=fence),
+            writes=writes,
             recorder=recorder,
             metrics=self.metrics,
             config=self.config,
             topology=self.topology,
-            budget=budget,
-            plan_after_budget=fresh,
             networks=self.networks,
             want_claims=lambda: self._spawn(
                 watch_claims(
@@ -323,32 +347,14 @@ class Operator:
                 budget=budget,
                 source_annotation=self.settings.source_annotation,
             ),
+            mirroring=mirroring,
         )
-        mirroring = MirroringSyncer(
-            indexes=self.indexes,
-            api_client=api_client,
-            writer=SliceWriter(api_client, fence=fence),
-            recorder=EventRecorder(
-                api_client,
-                component=MIRRORING_EVENT_COMPONENT,
-                instance=self.identity,
-                budget=budget,
-                fence=fence,
-            ),
-            config=self.config,
-            source_annotation=self.settings.source_annotation,
-            max_endpoints_per_subset=self.settings.max_endpoints_per_subset,
-            metrics=self.metrics.mirroring,
-            budget=budget,
-            network_annotations=self.networks.names,
-        )
-        syncer.mirroring = mirroring
         self.indexes.endpoints.keep = lambda namespace, name: mirroring.mirrors(
             f"{namespace}/{name}"
         )
         router = EventRouter(
             indexes=self.indexes,
-            tracker=syncer.tracker,
+            tracker=writes.tracker,
             topology=self.topology,
             batch_period=self.settings.batch_period,
             coalesce=fresh,
@@ -763,7 +769,7 @@ class Operator:
         owners = self.owners if self.owners is not None else OwnerSyncs(syncer.sync)
         multicluster = self._multicluster(syncer)
         owners.start_term()
-        router.tracker = syncer.tracker
+        router.tracker = syncer.writes.tracker
         router.queue = queue
         for key in sorted({*router.all_keys(), *owners.all_keys()}):
             queue.add(key)
@@ -825,14 +831,14 @@ class Operator:
             peer_timeout=self.settings.mcs_peer_timeout,
             namespaces=self.settings.namespaces,
             metrics=self.metrics.multicluster,
-            writer=syncer.writer,
-            budget=syncer.budget,
-            tracker=syncer.tracker,
+            writer=syncer.writes.writer,
+            budget=syncer.writes.budget,
+            tracker=syncer.writes.tracker,
             recorder=EventRecorder(
                 api_client,
                 component=MULTICLUSTER_EVENT_COMPONENT,
                 instance=self.identity,
-                budget=syncer.budget,
+                budget=syncer.writes.budget,
                 fence=self._fence,
             ),
         )
@@ -843,7 +849,7 @@ class Operator:
         """The multi-cluster controller's leading part for this term (or nothing)."""
         if self.multicluster is None:
             return set()
-        self.multicluster.syncer.tracker = syncer.tracker  # this term's (see start_term)
+        self.multicluster.syncer.tracker = syncer.writes.tracker  # this term's (see start_term)
         return {asyncio.create_task(self.multicluster.lead(), name="multicluster")}
 
     # -- health -----------------------------------------------------------------------------

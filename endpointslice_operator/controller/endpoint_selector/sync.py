@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from endpointslice_operator.controller.api.errors import ApiError
 from endpointslice_operator.controller.cache.indexes import ObjectEntry, ServiceIndex
 from endpointslice_operator.controller.cache.owner_kinds import ENDPOINT_SELECTOR, split_owner_key
 from endpointslice_operator.controller.cache.selectors import (
@@ -41,14 +40,9 @@ from endpointslice_operator.controller.cache.selectors import (
     SelectorError,
     from_label_selector,
 )
+from endpointslice_operator.controller.sync.apply import SyncError, WriteToken, is_deleting
 from endpointslice_operator.controller.sync.events import WARNING
-from endpointslice_operator.controller.sync.service import (
-    ServiceSyncer,
-    SyncError,
-    _is_deleting,
-    _Token,
-    recorded_sync,
-)
+from endpointslice_operator.controller.sync.service import ServiceSyncer, recorded_sync
 from endpointslice_operator.reconciler.endpoint_selector import plan_endpoint_selector
 from endpointslice_operator.reconciler.plan import Plan
 from endpointslice_operator.reconciler.tracking.tracker import StaleInformerCache
@@ -420,24 +414,16 @@ class EndpointSelectorSyncer:
                 )
             return
         self._warned.pop(key, None)
-        services = self.services
-        held = _Token()
-        if services.budget is not None and services.plan_after_budget:
-            await services._spend()
-            held.held = True
-        try:
-            await self._plan_and_apply(entry, held)
-        finally:
-            if held.held and services.budget is not None:
-                services.budget.refund()
+        await self.services.writes.budgeted(lambda held: self._plan_and_apply(entry, held))
 
-    async def _plan_and_apply(self, entry: EndpointSelectorEntry, held: _Token) -> None:
+    async def _plan_and_apply(self, entry: EndpointSelectorEntry, held: WriteToken) -> None:
         services = self.services
         indexes = services.indexes
         assert entry.selector is not None
         pods = indexes.pods.select(entry.namespace, entry.selector)
-        slices = [s for s in indexes.slices.ours(entry.key) if not _is_deleting(s)]
-        if services.tracker.stale_slices(entry.body, slices):
+        slices = [s for s in indexes.slices.ours(entry.key) if not is_deleting(s)]
+        writes = services.writes
+        if writes.tracker.stale_slices(entry.body, slices):
             raise StaleInformerCache()
         trigger_time = self.trigger_times.compute_trigger_time(
             entry.namespace,
@@ -455,36 +441,26 @@ class EndpointSelectorSyncer:
             trigger_time=trigger_time,
             kep6116_labels=self.kep6116_labels,
         )
-        services._record_plan_metrics(entry.key, plan)
+        writes.record_plan(entry.key, plan)
         for event in plan.events:
             await services.recorder.record(entry.body, event.type, event.reason, event.message)
-        await services._apply(entry, plan, held)
+        await writes.apply(entry, plan, held)
         self.index.counts[entry.key] = endpoint_counts(published_slices(slices, plan))
         missing_nodes = [e for e in plan.errors if e.endswith(" Not Found")]
         if missing_nodes:
             message = "; ".join(missing_nodes)
-            await services._failed(entry, message)
+            await writes.failed(entry.key, entry.body, message)
             raise SyncError(message)
 
     async def _gone(self, key: str) -> None:
         """The EndpointSelector is gone: delete the slices we manage for it (the garbage
         collector may be doing the same: a slice already gone is not an error)."""
-        services = self.services
+        writes = self.services.writes
         _, namespace, name = split_owner_key(key)
-        for endpoint_slice in services.indexes.slices.ours(key):
-            if _is_deleting(endpoint_slice):
-                continue
-            await services._spend()
-            try:
-                deleted = await services.writer.delete(endpoint_slice)
-            except ApiError as exc:
-                raise SyncError(
-                    f"failed to delete a slice of EndpointSelector {key}: {exc}"
-                ) from exc
-            services.tracker.expect_deletion(endpoint_slice)
-            if deleted:
-                services.metrics.record_change("delete")
+        for endpoint_slice in self.services.indexes.slices.ours(key):
+            if not is_deleting(endpoint_slice):
+                await writes.delete(key, None, endpoint_slice)  # no object left for an Event
         self.trigger_times.delete_service(namespace, name)
-        services.metrics_cache.delete_service(key)
-        services._publish_gauges()
+        writes.metrics_cache.delete_service(key)
+        writes.publish_gauges()
         self._warned.pop(key, None)

@@ -38,7 +38,7 @@ from endpointslice_operator.controller.cache.owner_kinds import SERVICE_IMPORT, 
 from endpointslice_operator.controller.mcs.cache import ClusterCache, Key, LocalCache
 from endpointslice_operator.controller.mcs.clusters import API_TIMEOUT, LeaseBook, Peer
 from endpointslice_operator.controller.sync.events import NORMAL, WARNING, EventRecorder
-from endpointslice_operator.controller.work.budget import WriteBudget
+from endpointslice_operator.controller.work.budget import WriteBudget, spend
 from endpointslice_operator.metrics import MulticlusterMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
 from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY
@@ -152,11 +152,6 @@ class ImportSyncer:
     def all_keys(self) -> list[str]:
         return sorted(self.keys()) if self.ready else []
 
-    async def _spend(self) -> None:
-        """One token of the write budget (if there is one) before each write."""
-        if self.budget is not None:
-            await self.budget.acquire()
-
     # -- which clusters count ---------------------------------------------------------------
 
     def _live(self) -> tuple[list[tuple[str, ClusterCache]], bool]:
@@ -267,7 +262,7 @@ class ImportSyncer:
         desired["metadata"]["labels"][LABEL_MANAGED_BY] = self.managed_by
         status = desired.pop("status")
         if current is None:
-            await self._spend()
+            await spend(self.budget)
             try:
                 written = await self._imports.create(desired)
             except ApiError as exc:
@@ -297,7 +292,7 @@ class ImportSyncer:
         return current
 
     async def _replace_import(self, key: Key, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        await self._spend()
+        await spend(self.budget)
         try:
             written = await self._imports.replace(body)
         except ApiError as exc:
@@ -310,7 +305,7 @@ class ImportSyncer:
         self, writer: ObjectWriter, body: Mapping[str, Any], what: str
     ) -> dict[str, Any]:
         """PUT of a ``status`` subresource (a budget token, the write fence)."""
-        await self._spend()
+        await spend(self.budget)
         try:
             async with asyncio.timeout(API_TIMEOUT):
                 written = await writer.replace_status(body)
@@ -341,12 +336,12 @@ class ImportSyncer:
             return current
         try:
             if change == "replace" and current is not None:
-                await self._spend()
+                await spend(self.budget)
                 await self._services.delete(current)
                 self.counts.add("services")
                 self.local.drop_service((key[0], name))
                 change = "create"
-            await self._spend()
+            await spend(self.budget)
             if change == "create":
                 written = await self._services.create(desired)
             else:
@@ -372,21 +367,21 @@ class ImportSyncer:
     ) -> None:
         try:
             for body in creates:
-                await self._spend()
+                await spend(self.budget)
                 async with asyncio.timeout(API_TIMEOUT):
                     written = await self._slices.create(body)
                 self.counts.add("endpointslices")
                 self._track(written)
                 self.local.put_imported(key, written)
             for body in updates:
-                await self._spend()
+                await spend(self.budget)
                 async with asyncio.timeout(API_TIMEOUT):
                     written = await self._slices.replace(body)
                 self.counts.add("endpointslices")
                 self._track(written)
                 self.local.put_imported(key, written)
             for body in deletes:
-                await self._spend()
+                await spend(self.budget)
                 async with asyncio.timeout(API_TIMEOUT):
                     await self._slices.delete(body)
                 self.counts.add("endpointslices")
@@ -418,12 +413,12 @@ class ImportSyncer:
         derived = self.local.services.get((key[0], derived_service_name(*key)))
         try:
             if derived is not None and owned_by_import(derived, uid):
-                await self._spend()
+                await spend(self.budget)
                 async with asyncio.timeout(API_TIMEOUT):
                     await self._services.delete(derived)
                 self.counts.add("services")
                 self.local.drop_service(_key_of(derived))
-            await self._spend()
+            await spend(self.budget)
             async with asyncio.timeout(API_TIMEOUT):
                 await self._imports.delete(current)
         except ApiError as exc:

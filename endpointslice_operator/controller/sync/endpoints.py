@@ -40,7 +40,7 @@ from endpointslice_operator.controller.api.writer import EndpointsWriter
 from endpointslice_operator.controller.cache.endpoints_index import EndpointsIndex
 from endpointslice_operator.controller.cache.indexes import Indexes, ServiceEntry, split_key
 from endpointslice_operator.controller.sync.events import WARNING, EventRecorder
-from endpointslice_operator.controller.work.budget import WriteBudget
+from endpointslice_operator.controller.work.budget import WriteBudget, spend
 from endpointslice_operator.reconciler.core_endpoints import (
     our_endpoints_labels,
     plan_endpoints,
@@ -173,7 +173,7 @@ class EndpointsSyncer:
         )
         if plan.endpoints is None:
             return
-        await self._spend()
+        await spend(self.budget)
         try:
             if plan.action == "create":
                 written = await self.writer.create(plan.endpoints)
@@ -199,7 +199,7 @@ class EndpointsSyncer:
             await self._delete(key, existing)
 
     async def _delete(self, key: str, existing: Mapping[str, Any]) -> None:
-        await self._spend()
+        await spend(self.budget)
         try:
             await self.writer.delete(existing)
         except ApiError as exc:
@@ -233,7 +233,3 @@ class EndpointsSyncer:
                 f"Failed to update endpoint {namespace}/{name}: {exc}",
             )
         raise EndpointsSyncError(f"failed to {action} Endpoints {key}: {exc}") from exc
-
-    async def _spend(self) -> None:
-        if self.budget is not None:
-            await self.budget.acquire()

@@ -35,16 +35,13 @@ from typing import Any
 from kubernetes_asyncio.client import ApiClient, CoreV1Api
 
 from endpointslice_operator.controller.api.errors import ApiError, raise_for_status
-from endpointslice_operator.controller.api.writer import SliceWriter
 from endpointslice_operator.controller.cache.indexes import Indexes, ServiceEntry, split_key
+from endpointslice_operator.controller.sync.apply import Reporting, SliceWrites
 from endpointslice_operator.controller.sync.events import WARNING, EventRecorder
-from endpointslice_operator.controller.work.budget import WriteBudget
 from endpointslice_operator.metrics import MirroringMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
 from endpointslice_operator.reconciler.mirroring import plan_mirroring, should_mirror
-from endpointslice_operator.reconciler.plan import Plan
 from endpointslice_operator.reconciler.tracking.tracker import (
-    EndpointSliceTracker,
     StaleInformerCache,
 )
 
@@ -65,7 +62,6 @@ SOURCE_ENDPOINTS = "endpoints"
 REASON_CONFLICTING_SOURCE = "ConflictingSource"
 REASON_INVALID_SOURCE = "InvalidSource"
 REASON_CONFLICTING_CONTROLLER = "ConflictingController"
-REASON_FAILED_TO_UPDATE = "FailedToUpdateEndpointSlices"
 
 
 class MirroringSyncError(Exception):
@@ -87,13 +83,12 @@ class MirroringSyncer:
         *,
         indexes: Indexes,
         api_client: ApiClient,
-        writer: SliceWriter,
+        writes: SliceWrites,
         recorder: EventRecorder,
         config: ReconcilerConfig,
         source_annotation: str,
         max_endpoints_per_subset: int,
         metrics: MirroringMetrics,
-        budget: WriteBudget | None = None,
         network_annotations: tuple[str, ...] = (),
     ) -> None:
         self.indexes = indexes
@@ -101,13 +96,21 @@ class MirroringSyncer:
         # ``source: endpoints`` there are no pods, so either is a conflict (ConflictingSource).
         self.network_annotations = network_annotations
         self._core = CoreV1Api(api_client)
-        self.writer = writer
+        self.writes = writes
+        """The slice controller's write pipeline (writer, budget, tracker), with this
+        controller's own metrics, failure messages and Event source (:attr:`reporting`)."""
         self.recorder = recorder
         self.config = config
         self.source_annotation = source_annotation
         self.max_endpoints_per_subset = max_endpoints_per_subset
         self.metrics = metrics
-        self.budget = budget
+        self.reporting = Reporting(
+            change=metrics.changes,
+            failure=lambda operation, _, __, exc: f"failed to {operation} EndpointSlice: {exc}",
+            error=lambda _, exc: MirroringSyncError(str(exc)),
+            observe=False,
+            recorder=recorder,
+        )
         self._reported: dict[str, set[str]] = {}
 
     def start_term(self) -> None:
@@ -126,7 +129,7 @@ class MirroringSyncer:
         """Whether this sync is mirroring's (an opted-in Service whose source is not pods)."""
         return entry.decision.opted_in and source_of(entry, self.source_annotation) != SOURCE_PODS
 
-    async def sync(self, entry: ServiceEntry, tracker: EndpointSliceTracker) -> None:
+    async def sync(self, entry: ServiceEntry) -> None:
         source = source_of(entry, self.source_annotation)
         if source != SOURCE_ENDPOINTS:
             await self._warn_once(
@@ -174,9 +177,9 @@ class MirroringSyncer:
             # without the source seen, the slices would be emptied; the listing's end queues
             # the Service again.
             return
-        await self._mirror(entry, tracker)
+        await self._mirror(entry)
 
-    async def service_gone(self, key: str, tracker: EndpointSliceTracker) -> None:
+    async def service_gone(self, key: str) -> None:
         """The Service was deleted: delete our slices of it that mirror an Endpoints object (the
         garbage collector only removes them with the Endpoints object, their owner)."""
         for reported in self._reported.values():
@@ -184,7 +187,7 @@ class MirroringSyncer:
         self.metrics.forget(key)
         for endpoint_slice in self._ours(key):
             if _owner_kind(endpoint_slice) == "Endpoints":
-                await self._delete(key, endpoint_slice, tracker)
+                await self.writes.delete(key, None, endpoint_slice, reporting=self.reporting)
 
     # -- the work ---------------------------------------------------------------------------
 
@@ -214,10 +217,10 @@ class MirroringSyncer:
         index.put(body, full=True)
         return body
 
-    async def _mirror(self, entry: ServiceEntry, tracker: EndpointSliceTracker) -> None:
+    async def _mirror(self, entry: ServiceEntry) -> None:
         namespace, name = split_key(entry.key)
         slices = self._ours(entry.key)
-        if tracker.stale_slices(entry.body, slices):
+        if self.writes.tracker.stale_slices(entry.body, slices):
             raise StaleInformerCache()
         source = await self._source(namespace, name)
         if source is None or not should_mirror(source):
@@ -244,58 +247,8 @@ class MirroringSyncer:
             sum(info.slices for info in groups),
             sum(math.ceil(info.endpoints / size) for info in groups),
         )
-        await self._apply(entry.key, plan, tracker)
+        await self.writes.apply(entry, plan, reporting=self.reporting)
         self.metrics.observe_duration(self.metrics.now() - loop_start)
-
-    async def _apply(self, key: str, plan: Plan, tracker: EndpointSliceTracker) -> None:
-        for endpoint_slice in plan.creates:
-            await self._spend()
-            try:
-                written = await self.writer.create(endpoint_slice)
-            except ApiError as exc:
-                if exc.namespace_terminating:
-                    return
-                await self._failed(key, f"failed to create EndpointSlice: {exc}")
-                raise MirroringSyncError(str(exc)) from exc
-            tracker.update(written)
-            self.metrics.changes("create")
-        for endpoint_slice in plan.updates:
-            await self._spend()
-            try:
-                written = await self.writer.replace(endpoint_slice)
-            except ApiError as exc:
-                await self._failed(key, f"failed to update EndpointSlice: {exc}")
-                raise MirroringSyncError(str(exc)) from exc
-            tracker.update(written)
-            self.metrics.changes("update")
-        for existing in plan.deletes:
-            await self._delete(key, existing, tracker)
-
-    async def _delete(
-        self, key: str, endpoint_slice: Mapping[str, Any], tracker: EndpointSliceTracker
-    ) -> None:
-        await self._spend()
-        try:
-            await self.writer.delete(endpoint_slice)
-        except ApiError as exc:
-            await self._failed(key, f"failed to delete EndpointSlice: {exc}")
-            raise MirroringSyncError(str(exc)) from exc
-        tracker.expect_deletion(endpoint_slice)
-        self.metrics.changes("delete")
-
-    async def _failed(self, key: str, message: str) -> None:
-        entry = self.indexes.services.get(key)
-        if entry is not None:
-            await self.recorder.record(
-                entry.body,
-                WARNING,
-                REASON_FAILED_TO_UPDATE,
-                f"Error updating Endpoint Slices for Service {key}: {message}",
-            )
-
-    async def _spend(self) -> None:
-        if self.budget is not None:
-            await self.budget.acquire()
 
     async def _warn_once(self, entry: ServiceEntry, reason: str, message: str) -> None:
         reported = self._reported.setdefault(reason, set())

@@ -32,13 +32,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, NoReturn, Protocol
+from typing import Any
 
 from endpointslice_operator.controller.api.errors import ApiError
-from endpointslice_operator.controller.api.writer import SliceWriter
 from endpointslice_operator.controller.cache.indexes import Indexes, ServiceEntry, split_key
 from endpointslice_operator.controller.cache.optin import Status
-from endpointslice_operator.controller.cache.owner_kinds import split_owner_key, tracker_for_owners
+from endpointslice_operator.controller.sync.apply import (
+    SliceWrites,
+    SyncError,
+    WriteToken,
+    is_deleting,
+)
 from endpointslice_operator.controller.sync.endpoints import EndpointsSyncer
 from endpointslice_operator.controller.sync.events import WARNING, EventRecorder
 from endpointslice_operator.controller.sync.mirroring import MirroringSyncer
@@ -52,67 +56,25 @@ from endpointslice_operator.controller.sync.networks import (
     choose,
     source_for,
 )
-from endpointslice_operator.controller.work.budget import WriteBudget
 from endpointslice_operator.metrics import OperatorMetrics, SyncResult
 from endpointslice_operator.reconciler.config import ReconcilerConfig
 from endpointslice_operator.reconciler.hints.topology import TopologyCache
 from endpointslice_operator.reconciler.plan import Plan
 from endpointslice_operator.reconciler.service import plan_service
 from endpointslice_operator.reconciler.sources import AddressSource
-from endpointslice_operator.reconciler.tracking.metrics_cache import MetricsCache
 from endpointslice_operator.reconciler.tracking.tracker import StaleInformerCache
 from endpointslice_operator.reconciler.tracking.trigger_time import TriggerTimeTracker, parse_time
 
-__all__ = ["OwnerEntry", "ServiceSyncer", "SyncError", "owner_text"]
+__all__ = ["ServiceSyncer", "recorded_sync"]
 
 log = logging.getLogger(__name__)
 
-REASON_FAILED_TO_UPDATE = "FailedToUpdateEndpointSlices"
 REASON_INVALID_SELECTOR = "InvalidSelector"
 REASON_CONFLICTING_CONTROLLER = "ConflictingController"
 REASON_SELECTOR_ANNOTATION_IGNORED = "SelectorAnnotationIgnored"
 REASON_INVALID_INPUT = "InvalidInput"
 NODE_NOT_FOUND_SUFFIX = " Not Found"
 """How the reconciler's "skipping Pod ... Node <name> Not Found" errors end."""
-
-
-class SyncError(Exception):
-    """A sync that must be retried (a failed write, or pods skipped for a missing node)."""
-
-
-def _is_deleting(endpoint_slice: Mapping[str, Any]) -> bool:
-    metadata = endpoint_slice.get("metadata")
-    return isinstance(metadata, Mapping) and metadata.get("deletionTimestamp") is not None
-
-
-def _slice_name(endpoint_slice: Mapping[str, Any]) -> str:
-    metadata = endpoint_slice.get("metadata") or {}
-    return str(metadata.get("name") or metadata.get("generateName") or "")
-
-
-class OwnerEntry(Protocol):
-    """What the write path reads of an owner: its queue key and (slim) body."""
-
-    @property
-    def key(self) -> str: ...
-
-    @property
-    def body(self) -> dict[str, Any]: ...
-
-
-def owner_text(key: str) -> str:
-    """``Service ns/name`` or ``EndpointSelector ns/name``: an owner key for messages."""
-    kind, namespace, name = split_owner_key(key)
-    return f"{kind.kind} {namespace}/{name}"
-
-
-class _Token:
-    """Whether a sync still holds the write-budget token it took before planning."""
-
-    __slots__ = ("held",)
-
-    def __init__(self) -> None:
-        self.held = False
 
 
 async def recorded_sync(metrics: OperatorMetrics, run: Awaitable[None]) -> None:
@@ -140,13 +102,11 @@ class ServiceSyncer:
         self,
         *,
         indexes: Indexes,
-        writer: SliceWriter,
+        writes: SliceWrites,
         recorder: EventRecorder,
         metrics: OperatorMetrics,
         config: ReconcilerConfig,
         topology: TopologyCache | None,
-        budget: WriteBudget | None = None,
-        plan_after_budget: bool = True,
         networks: NetworkAnnotations | None = None,
         want_claims: Callable[[], None] | None = None,
         endpoints: EndpointsSyncer | None = None,
@@ -157,19 +117,13 @@ class ServiceSyncer:
         """Syncs the Services whose slices mirror their Endpoints object (None: never)."""
         self.endpoints = endpoints
         """Writes the core/v1 Endpoints of the Services that want them (None: never)."""
-        self.writer = writer
+        self.writes = writes
+        """The write pipeline (writer, budget, tracker, slice gauges) every owner kind shares."""
         self.recorder = recorder
         self.metrics = metrics
         self.config = config
         self.topology = topology
-        self.budget = budget
-        # True: the first token of a sync is taken before the caches are read (every write
-        # carries the freshest state); False: kube-controller-manager's order, plan then wait
-        # for the limiter before each request (the baseline the benchmarks compare with).
-        self.plan_after_budget = plan_after_budget
-        self.tracker = tracker_for_owners()
         self.trigger_times = TriggerTimeTracker()
-        self.metrics_cache = MetricsCache(config.max_endpoints_per_slice)
         # Warning Events recorded once per Service and leader term: reason -> Service keys.
         self._reported: dict[str, set[str]] = {}
         # Secondary networks (controller.networks): the annotation names, the hook that starts
@@ -187,7 +141,7 @@ class ServiceSyncer:
         While this replica stood by, another leader may have replaced or deleted the slices
         this tracker remembers; keeping those expectations would make every sync look stale.
         """
-        self.tracker = tracker_for_owners()
+        self.writes.start_term()
         self.trigger_times = TriggerTimeTracker()
         self._reported.clear()
         if self.endpoints is not None:
@@ -205,16 +159,17 @@ class ServiceSyncer:
             self._forget(key)
             await self._delete_orphans(key)
             if self.mirroring is not None:
-                await self.mirroring.service_gone(key, self.tracker)
+                await self.mirroring.service_gone(key)
             if self.endpoints is not None:
                 await self.endpoints.service_gone(key)
             return
         if self.mirroring is not None and self.mirroring.applies(entry):
-            if self.metrics_cache.address_types(entry.key):
+            metrics_cache = self.writes.metrics_cache
+            if metrics_cache.address_types(entry.key):
                 # Its slices now mirror Endpoints: they leave the slice controller's gauges.
-                self.metrics_cache.delete_service(entry.key)
-                self._publish_gauges()
-            await self.mirroring.sync(entry, self.tracker)
+                metrics_cache.delete_service(entry.key)
+                self.writes.publish_gauges()
+            await self.mirroring.sync(entry)
             if self.endpoints is not None:
                 await self.endpoints.sync(entry)  # deletes an Endpoints object of ours, if any
             return
@@ -245,7 +200,7 @@ class ServiceSyncer:
         go_on, choice, source = await self._address_source(entry)
         if not go_on:
             return  # an unusable network annotation, or claims not listed yet: no writes
-        await self._reconcile(entry, choice, source)
+        await self.writes.budgeted(lambda held: self._plan_and_apply(entry, held, choice, source))
         if self.endpoints is not None:
             await self.endpoints.sync(entry, source)  # the same addresses as the slices
 
@@ -254,17 +209,17 @@ class ServiceSyncer:
         slices through their ownerReference)."""
         namespace, name = split_key(key)
         self.trigger_times.delete_service(namespace, name)
-        self.tracker.delete_service(namespace, name)
-        self.metrics_cache.delete_service(key)
+        self.writes.tracker.delete_service(namespace, name)
+        self.writes.metrics_cache.delete_service(key)
         if self.topology is not None:
             self.topology.delete_service(key)
         self._forget_warnings(key)
         self.left_out.forget(key)
-        self._publish_gauges()
+        self.writes.publish_gauges()
 
     async def _clean_up(self, entry: ServiceEntry) -> None:
         """The Service no longer qualifies: delete the slices we manage for it."""
-        slices = [s for s in self.indexes.slices.ours(entry.key) if not _is_deleting(s)]
+        slices = [s for s in self.indexes.slices.ours(entry.key) if not is_deleting(s)]
         if slices:
             log.info(
                 "Service %s is no longer managed (%s): deleting %d EndpointSlice(s)",
@@ -273,26 +228,15 @@ class ServiceSyncer:
                 len(slices),
             )
         for endpoint_slice in slices:
-            await self._spend()
-            try:
-                await self.writer.delete(endpoint_slice)
-            except ApiError as exc:
-                message = (
-                    f"failed to delete {_slice_name(endpoint_slice)} EndpointSlice for Service "
-                    f"{entry.key}: {exc}"
-                )
-                await self._failed(entry, message)
-                raise SyncError(message) from exc
-            self.tracker.expect_deletion(endpoint_slice)
-            self.metrics.record_change("delete")
+            await self.writes.delete(entry.key, entry.body, endpoint_slice)
         namespace, name = split_key(entry.key)
         self.trigger_times.delete_service(namespace, name)
-        self.metrics_cache.delete_service(entry.key)
+        self.writes.metrics_cache.delete_service(entry.key)
         if self.topology is not None:
             self.topology.delete_service(entry.key)
         self._forget_warnings(entry.key)
         self.left_out.forget(entry.key)
-        self._publish_gauges()
+        self.writes.publish_gauges()
 
     async def _check_conflict(self, entry: ServiceEntry) -> None:
         await self._warn_once(
@@ -329,7 +273,7 @@ class ServiceSyncer:
         as a precondition: a slice replaced meanwhile is not touched."""
         for endpoint_slice in self.indexes.slices.ours(key):
             metadata = endpoint_slice.get("metadata") or {}
-            if _is_deleting(endpoint_slice) or metadata.get("ownerReferences"):
+            if is_deleting(endpoint_slice) or metadata.get("ownerReferences"):
                 continue
             await self._delete_leftover(
                 endpoint_slice, "service_missing", f"its Service {key} does not exist"
@@ -347,9 +291,9 @@ class ServiceSyncer:
     ) -> None:
         metadata = endpoint_slice.get("metadata") or {}
         where = f"{metadata.get('namespace')}/{metadata.get('name')}"
-        await self._spend()
+        await self.writes.spend()
         try:
-            deleted = await self.writer.delete(endpoint_slice)
+            deleted = await self.writes.writer.delete(endpoint_slice)
         except ApiError as exc:
             if exc.status != 409:
                 raise
@@ -361,24 +305,6 @@ class ServiceSyncer:
             log.info("deleted leftover EndpointSlice %s of ours: %s", where, why)
             self.metrics.record_leftover_deleted(reason)
             self.metrics.record_change("delete")
-
-    async def _spend(self) -> None:
-        """Wait for one token of the write budget (if there is one)."""
-        if self.budget is not None:
-            await self.budget.acquire()
-
-    async def _reconcile(
-        self, entry: ServiceEntry, choice: NetworkChoice | None, source: AddressSource | None
-    ) -> None:
-        held = _Token()
-        if self.budget is not None and self.plan_after_budget:
-            await self._spend()
-            held.held = True
-        try:
-            await self._plan_and_apply(entry, held, choice, source)
-        finally:
-            if held.held and self.budget is not None:
-                self.budget.refund()  # no write needed it (or none was made)
 
     async def _address_source(
         self, entry: ServiceEntry
@@ -426,7 +352,7 @@ class ServiceSyncer:
     async def _plan_and_apply(
         self,
         entry: ServiceEntry,
-        held: _Token,
+        held: WriteToken,
         choice: NetworkChoice | None,
         source: AddressSource | None,
     ) -> None:
@@ -434,8 +360,8 @@ class ServiceSyncer:
         assert selector is not None
         namespace, name = split_key(entry.key)
         pods = self.indexes.pods.select(namespace, selector)
-        slices = [s for s in self.indexes.slices.ours(entry.key) if not _is_deleting(s)]
-        if self.tracker.stale_slices(entry.body, slices):
+        slices = [s for s in self.indexes.slices.ours(entry.key) if not is_deleting(s)]
+        if self.writes.tracker.stale_slices(entry.body, slices):
             raise StaleInformerCache()
         trigger_time = self.trigger_times.compute_trigger_time(
             namespace,
@@ -454,12 +380,12 @@ class ServiceSyncer:
             topology=self.topology,
             source=source,
         )
-        self._record_plan_metrics(entry.key, plan)
+        self.writes.record_plan(entry.key, plan)
         if choice is not None or self.left_out.tracks(entry.key):
             await self._report_left_out(entry, choice, plan)
         for event in plan.events:
             await self.recorder.record(entry.body, event.type, event.reason, event.message)
-        await self._apply(entry, plan, held)
+        await self.writes.apply(entry, plan, held)
         missing_nodes = [e for e in plan.errors if e.endswith(NODE_NOT_FOUND_SUFFIX)]
         malformed = [e for e in plan.errors if not e.endswith(NODE_NOT_FOUND_SUFFIX)]
         if malformed:
@@ -474,7 +400,7 @@ class ServiceSyncer:
             # As upstream: the slices are written without those pods, and the sync is retried
             # (the node may just not be in the cache yet).
             message = "; ".join(missing_nodes)
-            await self._failed(entry, message)
+            await self.writes.failed(entry.key, entry.body, message)
             raise SyncError(message)
 
     async def _report_left_out(
@@ -493,99 +419,3 @@ class ServiceSyncer:
         if message is not None:
             log.info("Service %s: %s", entry.key, message, extra={"service": entry.key})
             await self.recorder.record(entry.body, WARNING, REASON_PODS_LEFT_OUT, message)
-
-    def _record_plan_metrics(self, key: str, plan: Plan) -> None:
-        for address_type, numbers in plan.metrics.items():
-            self.metrics.observe_endpoints_per_sync(numbers.added, numbers.removed)
-            self.metrics_cache.update_service(key, address_type, numbers.port_cache)
-        # A Service that stopped supporting a family (dual-stack -> single-stack) must not keep
-        # that family's numbers in the gauges.
-        for address_type in self.metrics_cache.address_types(key) - plan.metrics.keys():
-            self.metrics_cache.remove_address_type(key, address_type)
-        self.metrics_cache.update_traffic_distribution(key, plan.traffic_distribution_label or None)
-        self._publish_gauges()
-
-    async def _before_write(self, held: _Token) -> None:
-        """Use the token taken before planning, or wait for a new one."""
-        if held.held:
-            held.held = False
-        else:
-            await self._spend()
-
-    async def _apply(self, entry: OwnerEntry, plan: Plan, held: _Token) -> None:
-        """Creates, then updates, then deletes; the first failure stops the rest."""
-        written: dict[str, Any]
-        for endpoint_slice in plan.creates:
-            await self._before_write(held)
-            try:
-                written = await self.writer.create(endpoint_slice)
-            except ApiError as exc:
-                if exc.namespace_terminating:
-                    # Upstream: nothing to do in a namespace being deleted, and not an error.
-                    log.info("Namespace of %s is terminating; not creating slices", entry.key)
-                    return
-                await self._write_failed(entry, "create", endpoint_slice, exc)
-            self.tracker.update(written)
-            self.metrics.record_change("create")
-        for endpoint_slice in plan.updates:
-            await self._before_write(held)
-            try:
-                written = await self.writer.replace(endpoint_slice)
-            except ApiError as exc:
-                await self._write_failed(entry, "update", endpoint_slice, exc)
-            self.tracker.update(written)
-            self.metrics.record_change("update")
-        for existing in plan.deletes:
-            await self._before_write(held)
-            try:
-                await self.writer.delete(existing)
-            except ApiError as exc:
-                await self._write_failed(entry, "delete", existing, exc)
-            self.tracker.expect_deletion(existing)
-            self.metrics.record_change("delete")
-        self.metrics.observe_slices_changed(
-            plan.changed_slices,
-            topology=plan.topology_label,
-            traffic_distribution=plan.traffic_distribution_label,
-        )
-        if plan.write_count:
-            # Per sync: debug detail (the periodic summary counts these at info).
-            log.debug(
-                "Synced %s: %d created, %d updated, %d deleted",
-                entry.key,
-                len(plan.creates),
-                len(plan.updates),
-                len(plan.deletes),
-                extra={"service": entry.key},
-            )
-
-    async def _write_failed(
-        self, entry: OwnerEntry, operation: str, endpoint_slice: Mapping[str, Any], exc: ApiError
-    ) -> NoReturn:
-        owner = owner_text(entry.key)
-        if operation == "create":
-            message = f"failed to create EndpointSlice for {owner}: {exc}"
-        else:
-            message = (
-                f"failed to {operation} {_slice_name(endpoint_slice)} EndpointSlice for {owner}: "
-                f"{exc}"
-            )
-        await self._failed(entry, message)
-        raise SyncError(message) from exc
-
-    async def _failed(self, entry: OwnerEntry, message: str) -> None:
-        await self.recorder.record(
-            entry.body,
-            WARNING,
-            REASON_FAILED_TO_UPDATE,
-            f"Error updating Endpoint Slices for {owner_text(entry.key)}: {message}",
-        )
-
-    def _publish_gauges(self) -> None:
-        cache = self.metrics_cache
-        self.metrics.set_cache_gauges(
-            cache.desired_endpoints,
-            cache.actual_slices,
-            cache.desired_slices,
-            cache.services_by_traffic_distribution(),
-        )

@@ -29,7 +29,7 @@ import asyncio
 from endpointslice_operator.controller.work.queue import TokenBucket
 from endpointslice_operator.metrics import OperatorMetrics
 
-__all__ = ["DEFAULT_KUBE_API_BURST", "DEFAULT_KUBE_API_QPS", "WriteBudget"]
+__all__ = ["DEFAULT_KUBE_API_BURST", "DEFAULT_KUBE_API_QPS", "WriteBudget", "spend"]
 
 DEFAULT_KUBE_API_QPS = 20.0
 DEFAULT_KUBE_API_BURST = 30
@@ -66,3 +66,9 @@ class WriteBudget:
     def refund(self) -> None:
         """Give back a token taken for a write that was not needed."""
         self._bucket.refund(asyncio.get_running_loop().time())
+
+
+async def spend(budget: WriteBudget | None) -> None:
+    """Wait for one token of ``budget`` before a write (no budget: at once)."""
+    if budget is not None:
+        await budget.acquire()

@@ -177,7 +177,7 @@ async def test_the_token_taken_before_planning_pays_the_write_or_is_given_back(
     world: World,
 ) -> None:
     budget = WriteBudget(qps=0.001, burst=3)
-    world.services.budget = budget
+    world.services.writes.budget = budget
     world.index.upsert(world.stored())
     world.load()
     await world.syncer.sync(KEY)  # one create: the token taken before planning pays it
@@ -195,8 +195,8 @@ async def test_planning_waits_for_the_budget_only_when_told_to(
 ) -> None:
     await published(world)
     budget = WriteBudget(qps=50, burst=1, metrics=world.metrics)
-    world.services.budget = budget
-    world.services.plan_after_budget = plan_after_budget
+    world.services.writes.budget = budget
+    world.services.writes.plan_after_budget = plan_after_budget
     await budget.acquire()  # the one token is spent
     assert (world.metrics.sample_value(BUDGET_WAIT) or 0.0) == 0.0
     await world.syncer.sync(KEY)  # nothing to write

@@ -13,8 +13,9 @@ import pytest
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
+from endpointslice_operator.controller.sync.apply import SyncError
 from endpointslice_operator.controller.sync.events import EventRecorder
-from endpointslice_operator.controller.sync.service import ServiceSyncer, SyncError
+from endpointslice_operator.controller.sync.service import ServiceSyncer
 from endpointslice_operator.reconciler.tracking.tracker import StaleInformerCache
 from endpointslice_operator.testing import FaultConfig
 
@@ -145,7 +146,7 @@ async def test_deleted_service_state_is_dropped_without_api_calls(world: World) 
     before = len(world.emu.requests)
     await world.syncer.sync(f"{NS}/web")
     assert len(world.emu.requests) == before
-    assert world.syncer.tracker.generations(NS, "web") is None
+    assert world.syncer.writes.tracker.generations(NS, "web") is None
     assert world.metrics.sample_value("endpoint_slice_controller_endpoints_desired") == 0
 
 
