@@ -54,15 +54,15 @@ from endpointslice_operator.controller.cache.indexes import PodIndex
 from endpointslice_operator.controller.cache.optin import (
     ENDPOINT_CONTROLLER_NAME_LABEL as _CONTROLLER_NAME_LABEL,
 )
-from endpointslice_operator.controller.cache.optin import Status, evaluate, is_opted_in
+from endpointslice_operator.controller.cache.optin import evaluate, is_opted_in
 from endpointslice_operator.controller.cache.owner_kinds import ENDPOINT_SELECTOR
 from endpointslice_operator.controller.endpoint_selector.sync import (
     validate as validate_endpoint_selector,
 )
+from endpointslice_operator.controller.sync.decision import SOURCE_ENDPOINTS, Route, decide
 from endpointslice_operator.controller.sync.networks import (
     SOURCE_NETWORK,
     NetworkAnnotations,
-    choose,
     source_for,
 )
 from endpointslice_operator.reconciler import (
@@ -83,9 +83,6 @@ from endpointslice_operator.reconciler.tracking.trigger_time import TriggerTimeT
 
 __all__ = ["main"]
 
-SOURCE_PODS = "pods"
-SOURCE_ENDPOINTS = "endpoints"
-"""Values of ``<prefix>/source`` (as ``controller.mirroring``, which needs the API client)."""
 DEFAULT_CONTROLLER_NAME = "endpointslice-operator.io"
 DEFAULT_ANNOTATION_PREFIX = "endpointslice-operator.io"
 
@@ -249,41 +246,38 @@ def plan_manifests(
         )
         if not opted_in and not opted_in_only:
             result.notes.append(_not_opted_in_note(service, enabled_annotation))
-        annotations = (candidate.get("metadata") or {}).get("annotations") or {}
-        source = annotations.get(source_annotation, SOURCE_PODS)
-        if decision.opted_in and source != SOURCE_PODS:
+        verdict = decide(
+            candidate, decision, source_annotation=source_annotation, networks=networks
+        )
+        if verdict.route is Route.MIRROR:
             _plan_mirroring(
                 result,
                 candidate,
                 manifests,
                 existing,
                 config,
-                source=source,
+                source=verdict.source,
                 selector_annotation=selector_annotation,
                 max_endpoints_per_subset=max_endpoints_per_subset,
             )
             continue
-        if decision.status is Status.INVALID_SELECTOR:
-            result.skipped = "invalid selector"
-            result.notes.append(f"not publishing EndpointSlices: {decision.error}")
+        if verdict.route in (Route.INVALID_SELECTOR, Route.INVALID_NETWORK):
+            result.skipped = verdict.route.value
+            result.notes.append(f"not publishing EndpointSlices: {verdict.error}")
             continue
         existing_endpoints = manifests.endpoints.get((namespace, name))
         ours_endpoints = (
             existing_endpoints is not None
             and _labels(existing_endpoints).get(LABEL_MANAGED_BY) == config.controller_name
         )
-        if decision.status is not Status.MANAGED:
+        if verdict.route is Route.UNMANAGED:
             # The operator deletes the slices it made for a Service that no longer qualifies.
             result.skipped = decision.status.value
             result.writes = [("delete", endpoint_slice) for endpoint_slice in existing]
             if ours_endpoints and existing_endpoints is not None:
                 result.writes.append(("delete", existing_endpoints))
             continue
-        choice = choose(candidate, networks)
-        if isinstance(choice, str):
-            result.skipped = "invalid network"
-            result.notes.append(f"not publishing EndpointSlices: {choice}")
-            continue
+        choice = verdict.network
         address_source = None
         if choice is not None:
             address_source = source_for(
@@ -330,6 +324,7 @@ def plan_manifests(
         result.notes.extend(
             f"event {event.type} {event.reason}: {event.message}" for event in plan.events
         )
+        annotations = (candidate.get("metadata") or {}).get("annotations") or {}
         wants_endpoints = write_endpoints or annotations.get(endpoints_annotation) == "true"
         if existing_endpoints is not None and not ours_endpoints:
             if wants_endpoints:

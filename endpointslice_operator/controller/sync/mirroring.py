@@ -37,6 +37,7 @@ from kubernetes_asyncio.client import ApiClient, CoreV1Api
 from endpointslice_operator.controller.api.errors import ApiError, raise_for_status
 from endpointslice_operator.controller.cache.indexes import Indexes, ServiceEntry, split_key
 from endpointslice_operator.controller.sync.apply import Reporting, SliceWrites
+from endpointslice_operator.controller.sync.decision import SOURCE_ENDPOINTS, SOURCE_PODS, source_of
 from endpointslice_operator.controller.sync.events import WARNING, EventRecorder
 from endpointslice_operator.metrics import MirroringMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
@@ -48,17 +49,12 @@ from endpointslice_operator.reconciler.tracking.tracker import (
 __all__ = [
     "REASON_CONFLICTING_SOURCE",
     "REASON_INVALID_SOURCE",
-    "SOURCE_ENDPOINTS",
-    "SOURCE_PODS",
     "MirroringSyncError",
     "MirroringSyncer",
-    "source_of",
 ]
 
 log = logging.getLogger(__name__)
 
-SOURCE_PODS = "pods"
-SOURCE_ENDPOINTS = "endpoints"
 REASON_CONFLICTING_SOURCE = "ConflictingSource"
 REASON_INVALID_SOURCE = "InvalidSource"
 REASON_CONFLICTING_CONTROLLER = "ConflictingController"
@@ -66,13 +62,6 @@ REASON_CONFLICTING_CONTROLLER = "ConflictingController"
 
 class MirroringSyncError(Exception):
     """A mirrored-slice write failed: the Service's sync is retried."""
-
-
-def source_of(entry: ServiceEntry, annotation: str) -> str:
-    """The Service's ``<prefix>/source`` value (``pods`` when absent)."""
-    annotations = entry.body["metadata"].get("annotations")
-    value = annotations.get(annotation) if isinstance(annotations, Mapping) else None
-    return value if isinstance(value, str) else SOURCE_PODS
 
 
 class MirroringSyncer:
@@ -122,15 +111,11 @@ class MirroringSyncer:
         return (
             entry is not None
             and entry.decision.opted_in
-            and source_of(entry, self.source_annotation) == SOURCE_ENDPOINTS
+            and source_of(entry.body, self.source_annotation) == SOURCE_ENDPOINTS
         )
 
-    def applies(self, entry: ServiceEntry) -> bool:
-        """Whether this sync is mirroring's (an opted-in Service whose source is not pods)."""
-        return entry.decision.opted_in and source_of(entry, self.source_annotation) != SOURCE_PODS
-
-    async def sync(self, entry: ServiceEntry) -> None:
-        source = source_of(entry, self.source_annotation)
+    async def sync(self, entry: ServiceEntry, source: str) -> None:
+        """Mirror the Service's slices (``source``: its ``<prefix>/source``, not ``pods``)."""
         if source != SOURCE_ENDPOINTS:
             await self._warn_once(
                 entry,

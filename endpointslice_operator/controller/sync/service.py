@@ -36,13 +36,13 @@ from typing import Any
 
 from endpointslice_operator.controller.api.errors import ApiError
 from endpointslice_operator.controller.cache.indexes import Indexes, ServiceEntry, split_key
-from endpointslice_operator.controller.cache.optin import Status
 from endpointslice_operator.controller.sync.apply import (
     SliceWrites,
     SyncError,
     WriteToken,
     is_deleting,
 )
+from endpointslice_operator.controller.sync.decision import Route, Verdict, decide
 from endpointslice_operator.controller.sync.endpoints import EndpointsSyncer
 from endpointslice_operator.controller.sync.events import WARNING, EventRecorder
 from endpointslice_operator.controller.sync.mirroring import MirroringSyncer
@@ -53,7 +53,6 @@ from endpointslice_operator.controller.sync.networks import (
     LeftOutReporter,
     NetworkAnnotations,
     NetworkChoice,
-    choose,
     source_for,
 )
 from endpointslice_operator.metrics import OperatorMetrics, SyncResult
@@ -163,28 +162,33 @@ class ServiceSyncer:
             if self.endpoints is not None:
                 await self.endpoints.service_gone(key)
             return
-        if self.mirroring is not None and self.mirroring.applies(entry):
+        verdict = decide(
+            entry.body,
+            entry.decision,
+            source_annotation=None if self.mirroring is None else self.mirroring.source_annotation,
+            networks=self.networks,
+        )
+        if self.mirroring is not None and verdict.route is Route.MIRROR:
             metrics_cache = self.writes.metrics_cache
             if metrics_cache.address_types(entry.key):
                 # Its slices now mirror Endpoints: they leave the slice controller's gauges.
                 metrics_cache.delete_service(entry.key)
                 self.writes.publish_gauges()
-            await self.mirroring.sync(entry)
+            await self.mirroring.sync(entry, verdict.source)
             if self.endpoints is not None:
                 await self.endpoints.sync(entry)  # deletes an Endpoints object of ours, if any
             return
         if self.mirroring is not None:
             self.mirroring.metrics.forget(entry.key)
-        status = entry.decision.status
-        if status is Status.INVALID_SELECTOR:
+        if verdict.route is Route.INVALID_SELECTOR:
             await self.recorder.record(
                 entry.body,
                 WARNING,
                 REASON_INVALID_SELECTOR,
-                f"Not publishing EndpointSlices: {entry.decision.error}",
+                f"Not publishing EndpointSlices: {verdict.error}",
             )
             return
-        if status is not Status.MANAGED:
+        if verdict.route is Route.UNMANAGED:
             await self._clean_up(entry)
             if self.endpoints is not None:
                 await self.endpoints.sync(entry)  # deletes the Endpoints of ours, if any
@@ -197,7 +201,7 @@ class ServiceSyncer:
             f"The Service has spec.selector, so the annotation "
             f"{self.indexes.services.selector_annotation} is ignored; remove one of them.",
         )
-        go_on, choice, source = await self._address_source(entry)
+        go_on, choice, source = await self._address_source(entry, verdict)
         if not go_on:
             return  # an unusable network annotation, or claims not listed yet: no writes
         await self.writes.budgeted(lambda held: self._plan_and_apply(entry, held, choice, source))
@@ -307,25 +311,23 @@ class ServiceSyncer:
             self.metrics.record_change("delete")
 
     async def _address_source(
-        self, entry: ServiceEntry
+        self, entry: ServiceEntry, verdict: Verdict
     ) -> tuple[bool, NetworkChoice | None, AddressSource | None]:
         """``(go on, choice, source)``: the Service's address source (None: the cluster
         network); ``go on`` is False when the sync must not write (an invalid annotation, or
         the ResourceClaims not listed yet: the listing's end queues the Service again)."""
-        if self.networks is None:
-            return True, None, None
-        choice = choose(entry.body, self.networks)
-        if choice is None:
-            return True, None, None
-        if isinstance(choice, str):
+        if verdict.route is Route.INVALID_NETWORK:
             self.left_out.forget(entry.key)
             await self.recorder.record(
                 entry.body,
                 WARNING,
                 REASON_INVALID_NETWORK,
-                f"Not publishing EndpointSlices: {choice}",
+                f"Not publishing EndpointSlices: {verdict.error}",
             )
             return False, None, None
+        choice = verdict.network
+        if choice is None:
+            return True, None, None
         claims = self.indexes.claims
         if choice.kind == SOURCE_DEVICE_NETWORK:
             claims.want()  # starts the claim watch, the first time
