@@ -47,6 +47,7 @@ from endpointslice_operator.controller.api.cluster_config import (
     find_cluster,
     load_client_configuration,
 )
+from endpointslice_operator.controller.api.kinds import methods_of
 from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY
 from endpointslice_operator.reconciler.mcs import LABEL_SOURCE_CLUSTER, MCS_GROUP, MCS_VERSION
 from endpointslice_operator.settings import Settings, SettingsError, load_settings
@@ -218,34 +219,18 @@ async def _delete_labelled(
     return count
 
 
-def _slices(api_client: client.ApiClient) -> _Kind:
-    api = client.DiscoveryV1Api(api_client)
-    return _Kind(
-        "endpointslice",
-        api.list_endpoint_slice_for_all_namespaces,
-        api.list_namespaced_endpoint_slice,
-        api.delete_namespaced_endpoint_slice,
-    )
+def _builtin(kind: str, name: str) -> Callable[[client.ApiClient], _Kind]:
+    def kind_of(api_client: client.ApiClient) -> _Kind:
+        methods = methods_of(api_client, kind)
+        assert methods.namespaced is not None and methods.delete is not None
+        return _Kind(name, methods.everywhere, methods.namespaced, methods.delete)
+
+    return kind_of
 
 
-def _endpoints(api_client: client.ApiClient) -> _Kind:
-    api = client.CoreV1Api(api_client)
-    return _Kind(
-        "endpoints",
-        api.list_endpoints_for_all_namespaces,
-        api.list_namespaced_endpoints,
-        api.delete_namespaced_endpoints,
-    )
-
-
-def _services(api_client: client.ApiClient) -> _Kind:
-    api = client.CoreV1Api(api_client)
-    return _Kind(
-        "service",
-        api.list_service_for_all_namespaces,
-        api.list_namespaced_service,
-        api.delete_namespaced_service,
-    )
+_slices = _builtin("endpointslices", "endpointslice")
+_endpoints = _builtin("endpoints", "endpoints")
+_services = _builtin("services", "service")
 
 
 def _service_imports(api_client: client.ApiClient) -> _Kind:

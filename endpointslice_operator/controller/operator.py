@@ -42,6 +42,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api, Disco
 
 from endpointslice_operator.controller.api.client import OperatorApiClient, resolve_env_proxy
 from endpointslice_operator.controller.api.errors import ApiError, raise_for_status
+from endpointslice_operator.controller.api.kinds import methods_of
 from endpointslice_operator.controller.api.reset import (
     RESET_PROBE_INTERVAL,
     SUSPECT_PROBE_INTERVAL,
@@ -626,25 +627,13 @@ class Operator:
 
     async def _count(self, api_client: ApiClient, kind: str) -> int:
         """How many objects of ``kind`` the API server holds in the watched scope now."""
-        core, discovery = CoreV1Api(api_client), DiscoveryV1Api(api_client)
+        methods = methods_of(api_client, kind)
         namespaces = list(self.settings.namespaces)
         calls: list[Awaitable[Any]]
-        if kind == "nodes":
-            calls = [core.list_node(limit=1, _preload_content=False)]
-        elif namespaces:
-            namespaced = {
-                "services": core.list_namespaced_service,
-                "pods": core.list_namespaced_pod,
-                "endpointslices": discovery.list_namespaced_endpoint_slice,
-            }[kind]
-            calls = [namespaced(ns, limit=1, _preload_content=False) for ns in namespaces]
+        if methods.namespaced is not None and namespaces:
+            calls = [methods.namespaced(ns, limit=1, _preload_content=False) for ns in namespaces]
         else:
-            everywhere = {
-                "services": core.list_service_for_all_namespaces,
-                "pods": core.list_pod_for_all_namespaces,
-                "endpointslices": discovery.list_endpoint_slice_for_all_namespaces,
-            }[kind]
-            calls = [everywhere(limit=1, _preload_content=False)]
+            calls = [methods.everywhere(limit=1, _preload_content=False)]
         total = 0
         for call in calls:
             body = await raise_for_status(await call)

@@ -41,10 +41,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
-from kubernetes_asyncio.client import ApiClient, CoreV1Api, CustomObjectsApi, DiscoveryV1Api
+from kubernetes_asyncio.client import ApiClient, CustomObjectsApi
 
 from endpointslice_operator.controller.api.errors import ApiError, raise_for_status
 from endpointslice_operator.controller.api.json_codec import load_bytes
+from endpointslice_operator.controller.api.kinds import CLUSTER_SCOPED, methods_of
+from endpointslice_operator.controller.api.kinds import KINDS as API_KINDS
 from endpointslice_operator.controller.api.reset import (
     Watermark,
     is_too_large_resource_version,
@@ -113,32 +115,19 @@ class ListWatcher:
         # Called with _preload_content=False: both return the raw aiohttp response.
         self._everywhere: Callable[..., Awaitable[Any]]
         self._namespaced: Callable[..., Awaitable[Any]]
-        if kind == "pods":
-            core = CoreV1Api(api_client)
-            self._everywhere = core.list_pod_for_all_namespaces
-            self._namespaced = core.list_namespaced_pod
-        elif kind == "services":
-            core = CoreV1Api(api_client)
-            self._everywhere = core.list_service_for_all_namespaces
-            self._namespaced = core.list_namespaced_service
-        elif kind == "endpoints":
-            core = CoreV1Api(api_client)
-            self._everywhere = core.list_endpoints_for_all_namespaces
-            self._namespaced = core.list_namespaced_endpoints
-        elif kind == "endpointslices":
-            discovery = DiscoveryV1Api(api_client)
-            self._everywhere = discovery.list_endpoint_slice_for_all_namespaces
-            self._namespaced = discovery.list_namespaced_endpoint_slice
-        elif kind == "namespaces":
+        if kind == "namespaces":
             # Cluster-scoped (the multi-cluster controller imports only into namespaces that
             # exist): listed cluster-wide whatever the scope.
-            core = CoreV1Api(api_client)
-            self._everywhere = core.list_namespace
+            self._everywhere = methods_of(api_client, kind).everywhere
 
             async def no_namespaces(namespace: str, **params: Any) -> Any:
                 raise ValueError("namespaces are cluster-scoped")
 
             self._namespaced = no_namespaces
+        elif kind in API_KINDS and kind not in CLUSTER_SCOPED:
+            methods = methods_of(api_client, kind)
+            assert methods.namespaced is not None
+            self._everywhere, self._namespaced = methods.everywhere, methods.namespaced
         elif group_version:
             # Any other resource by group/version (the ResourceClaims of controller.claims).
             custom = CustomObjectsApi(api_client)
