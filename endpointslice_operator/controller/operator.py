@@ -47,44 +47,28 @@ from endpointslice_operator.controller.api.reset import (
     RESET_PROBE_INTERVAL,
     SUSPECT_PROBE_INTERVAL,
     StateReset,
-    Watermark,
     WriteFence,
 )
-from endpointslice_operator.controller.api.writer import EndpointsWriter, SliceWriter
 from endpointslice_operator.controller.cache.endpoints_index import LABEL_MANAGED_BY, EndpointsIndex
 from endpointslice_operator.controller.cache.indexes import Indexes
 from endpointslice_operator.controller.cache.owner_kinds import (
-    ENDPOINT_SELECTOR,
-    SERVICE_IMPORT,
     OwnerSyncs,
-)
-from endpointslice_operator.controller.endpoint_selector.relist import (
-    endpoint_selector_relisting,
-)
-from endpointslice_operator.controller.endpoint_selector.status import (
-    keep_writing_counts,
-    status_writer,
 )
 from endpointslice_operator.controller.endpoint_selector.sync import (
     EndpointSelectorIndex,
-    EndpointSelectorSyncer,
-)
-from endpointslice_operator.controller.endpoint_selector.watch import (
-    serve_endpoint_selectors,
 )
 from endpointslice_operator.controller.mcs.controller import MulticlusterController
 from endpointslice_operator.controller.mcs.imports import MulticlusterSyncError
+from endpointslice_operator.controller.round import RoundNeeds, build_round
 from endpointslice_operator.controller.runtime import heap
 from endpointslice_operator.controller.runtime.health import HealthServer
 from endpointslice_operator.controller.runtime.leader import LeaderElector
 from endpointslice_operator.controller.runtime.summary import run_summaries
-from endpointslice_operator.controller.sync.apply import SliceWrites, SyncError
-from endpointslice_operator.controller.sync.endpoints import EndpointsSyncer, EndpointsSyncError
-from endpointslice_operator.controller.sync.events import EventRecorder
-from endpointslice_operator.controller.sync.mirroring import MirroringSyncer, MirroringSyncError
+from endpointslice_operator.controller.sync.apply import SyncError
+from endpointslice_operator.controller.sync.endpoints import EndpointsSyncError
+from endpointslice_operator.controller.sync.mirroring import MirroringSyncError
 from endpointslice_operator.controller.sync.networks import NetworkAnnotations
 from endpointslice_operator.controller.sync.service import ServiceSyncer
-from endpointslice_operator.controller.watch.claim_watch import watch_claims
 from endpointslice_operator.controller.watch.kopf_wiring import (
     WATCH_CLIENT_TIMEOUT,
     WATCH_SERVER_TIMEOUT,
@@ -94,7 +78,6 @@ from endpointslice_operator.controller.watch.kopf_wiring import (
 )
 from endpointslice_operator.controller.watch.list_watch import KINDS, ListWatcher
 from endpointslice_operator.controller.watch.router import EventRouter, register_handlers
-from endpointslice_operator.controller.work.budget import WriteBudget
 from endpointslice_operator.controller.work.queue import ServiceQueue
 from endpointslice_operator.metrics import OperatorMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
@@ -106,10 +89,6 @@ __all__ = ["Operator", "OperatorFailed"]
 
 log = logging.getLogger(__name__)
 
-ENDPOINTS_EVENT_COMPONENT = "endpoint-controller"
-MIRRORING_EVENT_COMPONENT = "endpoint-slice-mirroring-controller"
-MULTICLUSTER_EVENT_COMPONENT = "multicluster-controller"
-"""Event source components of upstream's Endpoints and mirroring controllers."""
 READINESS_POLL_INTERVAL = 0.05
 """How often the index sizes are compared with the expected counts (in memory, cheap)."""
 READINESS_RECOUNT_INTERVAL = 2.0
@@ -274,130 +253,31 @@ class Operator:
             # No cyclic collections while the listings fill the caches (see controller/heap.py).
             heap.pause()
             asyncio.get_running_loop().call_later(heap.PAUSE_LIMIT, heap.resume)
-        budget = WriteBudget(
-            self.settings.kube_api_qps, self.settings.kube_api_burst, metrics=self.metrics
-        )
-        watermark = Watermark()
-        fence = WriteFence(watermark)
-        fence.on_reset = self._api_server_reset
-        self._fence = fence
-        recorder = EventRecorder(api_client, instance=self.identity, budget=budget, fence=fence)
-        fresh = self.write_policy == "fresh"
-        writes = SliceWrites(
-            writer=SliceWriter(api_client, fence=fence),
-            recorder=recorder,
-            metrics=self.metrics,
-            max_endpoints_per_slice=self.config.max_endpoints_per_slice,
-            budget=budget,
-            plan_after_budget=fresh,
-        )
-        mirroring = MirroringSyncer(
-            indexes=self.indexes,
-            api_client=api_client,
-            writes=writes,
-            recorder=EventRecorder(
-                api_client,
-                component=MIRRORING_EVENT_COMPONENT,
-                instance=self.identity,
-                budget=budget,
-                fence=fence,
-            ),
-            config=self.config,
-            source_annotation=self.settings.source_annotation,
-            max_endpoints_per_subset=self.settings.max_endpoints_per_subset,
-            metrics=self.metrics.mirroring,
-            network_annotations=self.networks.names,
-        )
-        syncer = ServiceSyncer(
-            indexes=self.indexes,
-            writes=writes,
-            recorder=recorder,
-            metrics=self.metrics,
-            config=self.config,
-            topology=self.topology,
-            networks=self.networks,
-            want_claims=lambda: self._spawn(
-                watch_claims(
-                    api_client,
-                    self.indexes,
-                    router,
-                    self.networks.device_network,
-                    namespaces=list(self.settings.namespaces),
-                    server_timeout=WATCH_SERVER_TIMEOUT,
-                    client_timeout=WATCH_CLIENT_TIMEOUT,
-                    watermark=router.watermark,
-                    on_reset=self._api_server_reset,
-                    on_suspect=fence.suspect,
-                )
-            ),
-            endpoints=EndpointsSyncer(
+        parts = build_round(
+            RoundNeeds(
+                settings=self.settings,
+                config=self.config,
                 indexes=self.indexes,
-                index=self.indexes.endpoints,
-                writer=EndpointsWriter(api_client, fence=fence),
-                # Upstream's Endpoints controller records as "endpoint-controller".
-                recorder=EventRecorder(
-                    api_client,
-                    component=ENDPOINTS_EVENT_COMPONENT,
-                    instance=self.identity,
-                    budget=budget,
-                    fence=fence,
+                topology=self.topology,
+                metrics=self.metrics,
+                networks=self.networks,
+                identity=self.identity,
+                fresh=self.write_policy == "fresh",
+                spawn=self._spawn,
+                on_reset=self._api_server_reset,
+                on_signal=self.stop,
+                watch_endpoints=lambda router: self._watch_endpoints(
+                    api_client, router, self.indexes.endpoints
                 ),
-                managed_by=self.settings.managed_by,
-                annotation=self.settings.endpoints_annotation,
-                write_all=self.settings.write_endpoints,
-                budget=budget,
-                source_annotation=self.settings.source_annotation,
             ),
-            mirroring=mirroring,
+            api_client,
+            configuration,
         )
-        self.indexes.endpoints.keep = lambda namespace, name: mirroring.mirrors(
-            f"{namespace}/{name}"
-        )
-        router = EventRouter(
-            indexes=self.indexes,
-            tracker=writes.tracker,
-            topology=self.topology,
-            batch_period=self.settings.batch_period,
-            coalesce=fresh,
-            pressed=budget.pressed,
-            backlog=budget.time_to_write,
-        )
-        router.watermark = watermark
-        router.mirrors = mirroring.mirrors
-        endpoints_index = self.indexes.endpoints
-        endpoints_index.start = lambda: self._spawn(
-            self._watch_endpoints(api_client, router, endpoints_index)
-        )
-        self.syncer, self.router = syncer, router
-        self.owners = OwnerSyncs(syncer.sync)
-        self.endpoint_selectors = None
-        if self.settings.endpoint_selectors:
-            selectors = EndpointSelectorIndex(self.indexes.services)
-            selector_syncer = EndpointSelectorSyncer(
-                selectors, syncer, kep6116_labels=self.settings.kep6116_labels
-            )
-            self.owners.others[ENDPOINT_SELECTOR.kind] = selector_syncer
-            self.endpoint_selectors = selectors
-            self._spawn(
-                serve_endpoint_selectors(
-                    api_client,
-                    configuration,
-                    selectors,
-                    router,
-                    lambda: [*selector_syncer.all_keys(), *sorted(selector_syncer.waiting)],
-                    # Objects deleted while Kopf's watch had expired (no DELETED event).
-                    relisting=endpoint_selector_relisting(api_client, selectors, router),
-                    namespaces=list(self.settings.namespaces),
-                    on_signal=self.stop,
-                )
-            )
-            # Their endpoint counts, into their status at most once per interval (the leader's).
-            self._spawn(
-                keep_writing_counts(
-                    status_writer(api_client, fence), selectors, lambda: router.queue is not None
-                )
-            )
-        self._start_multicluster(api_client, configuration, router)
+        self._fence = parts.fence
+        self.syncer, self.router, self.owners = parts.syncer, parts.router, parts.owners
+        self.endpoint_selectors = parts.endpoint_selectors
+        self.multicluster = parts.multicluster
+        router, syncer = parts.router, parts.syncer
         await self._run_tasks(configuration, api_client, router, syncer)
 
     async def _run_tasks(
@@ -795,44 +675,6 @@ class Operator:
                     runner, waiter, releaser, sweeper, *multicluster, return_exceptions=True
                 )
             log.info("workers stopped")
-
-    def _start_multicluster(
-        self, api_client: ApiClient, configuration: Configuration, router: EventRouter
-    ) -> None:
-        """With ``--multicluster``: the multi-cluster controller of this round (see
-        controller/mcs/). Its watches run on every replica (a new leader starts with warm
-        caches); its ImportSyncer is the syncer of ServiceImport keys; :meth:`_work` runs its
-        leading part (peer probes and Leases, queueing) for each term."""
-        self.multicluster = None
-        syncer, owners = self.syncer, self.owners
-        if not self.settings.multicluster or syncer is None or owners is None:
-            return
-        self.multicluster = MulticlusterController(
-            api_client,
-            requeue=router.requeue,
-            configuration=configuration,
-            on_signal=self.stop,
-            peers=self.settings.mcs_peers,
-            config=self.config,
-            lease_namespace=self.settings.resolved_lease_namespace(),
-            lease_prefix=self.settings.lease_name,
-            lease_label=f"{self.settings.annotation_prefix}/mcs-peer",
-            peer_timeout=self.settings.mcs_peer_timeout,
-            namespaces=self.settings.namespaces,
-            metrics=self.metrics.multicluster,
-            writer=syncer.writes.writer,
-            budget=syncer.writes.budget,
-            tracker=syncer.writes.tracker,
-            recorder=EventRecorder(
-                api_client,
-                component=MULTICLUSTER_EVENT_COMPONENT,
-                instance=self.identity,
-                budget=syncer.writes.budget,
-                fence=self._fence,
-            ),
-        )
-        owners.others[SERVICE_IMPORT.kind] = self.multicluster.syncer
-        self._spawn(self.multicluster.watch())
 
     def _multicluster(self, syncer: ServiceSyncer) -> set[asyncio.Task[None]]:
         """The multi-cluster controller's leading part for this term (or nothing)."""

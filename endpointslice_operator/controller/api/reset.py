@@ -120,9 +120,11 @@ class WriteFence:
     ``on_reset`` is called once with the reason when a write's answer proves a reset.
     """
 
-    def __init__(self, watermark: Watermark) -> None:
+    def __init__(
+        self, watermark: Watermark, *, on_reset: Callable[[str], None] | None = None
+    ) -> None:
         self.watermark = watermark
-        self.on_reset: Callable[[str], None] | None = None
+        self.on_reset = on_reset
         self.closed: str | None = None
         """Why the fence closed (the reset's reason), or None while it is not."""
         self.suspicion: str | None = None

@@ -139,6 +139,8 @@ class EventRouter:
         coalesce: bool = True,
         pressed: Callable[[], bool] | None = None,
         backlog: Callable[[int], float] | None = None,
+        watermark: Watermark | None = None,
+        mirrors: Callable[[str], bool] | None = None,
     ) -> None:
         self.indexes = indexes
         self.tracker = tracker
@@ -153,7 +155,7 @@ class EventRouter:
         """Loop time of the last pod change that queued a Service."""
         self.queue: ServiceQueue | None = None
         self.events_seen = 0
-        self.watermark = Watermark()
+        self.watermark = watermark if watermark is not None else Watermark()
         """The highest resourceVersion delivered by any watch (see :mod:`.reset`)."""
         self.topology_live = False
         self.relistings: dict[str, Relisting] = {}
@@ -162,7 +164,7 @@ class EventRouter:
         self.on_leftover: Callable[[], None] | None = None
         """Called when a slice labelled managed-by ours without a service-name label is seen
         (the leader then deletes such leftovers); None: not leading."""
-        self.mirrors: Callable[[str], bool] | None = None
+        self.mirrors = mirrors
         """Whether a Service key mirrors its Endpoints object (every change of that object
         then queues the Service); None: no mirroring."""
 
