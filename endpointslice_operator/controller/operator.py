@@ -33,19 +33,16 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 import aiohttp
 import kopf
-from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api, DiscoveryV1Api
+from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api
 
 from endpointslice_operator.controller.api.client import OperatorApiClient, resolve_env_proxy
 from endpointslice_operator.controller.api.errors import ApiError, raise_for_status
-from endpointslice_operator.controller.api.kinds import methods_of
 from endpointslice_operator.controller.api.reset import (
-    RESET_PROBE_INTERVAL,
-    SUSPECT_PROBE_INTERVAL,
     StateReset,
     WriteFence,
 )
@@ -63,6 +60,7 @@ from endpointslice_operator.controller.round import RoundNeeds, build_round
 from endpointslice_operator.controller.runtime import heap
 from endpointslice_operator.controller.runtime.health import HealthServer
 from endpointslice_operator.controller.runtime.leader import LeaderElector
+from endpointslice_operator.controller.runtime.probes import count_objects, probe_resets
 from endpointslice_operator.controller.runtime.summary import run_summaries
 from endpointslice_operator.controller.sync.apply import SyncError
 from endpointslice_operator.controller.sync.endpoints import EndpointsSyncError
@@ -94,8 +92,6 @@ READINESS_POLL_INTERVAL = 0.05
 READINESS_RECOUNT_INTERVAL = 2.0
 """How often the expected counts are asked from the API server again."""
 SHUTDOWN_TIMEOUT = 10.0
-PROBE_TIMEOUT = 10.0
-"""Seconds a resourceVersion probe may take (an unanswered one counts as failed)."""
 ALWAYS_WATCHED = ("pods", "services", "endpointslices")
 """The kinds of :data:`.list_watch.KINDS` watched from the start (Endpoints: on demand)."""
 
@@ -335,7 +331,13 @@ class Operator:
             asyncio.create_task(watch(kind), name=f"{kind}-watch") for kind in ALWAYS_WATCHED
         ]
         probe_task = asyncio.create_task(
-            self._probe_resets(api_client, self._fence_of_round()), name="reset-probe"
+            probe_resets(
+                api_client,
+                self._fence_of_round(),
+                list(self.settings.namespaces),
+                self._api_server_reset,
+            ),
+            name="reset-probe",
         )
         summary_task = asyncio.create_task(
             run_summaries(self.metrics, self.indexes.counts), name="activity-summary"
@@ -405,7 +407,9 @@ class Operator:
                 counted_at = loop.time()
                 for kind in sorted(pending):
                     try:
-                        expected[kind] = await self._count(api_client, kind)
+                        expected[kind] = await count_objects(
+                            api_client, kind, list(self.settings.namespaces)
+                        )
                     except Exception as exc:
                         log.info("readiness: cannot count %s yet: %s", kind, exc)
             counts = self.indexes.counts()
@@ -505,80 +509,9 @@ class Operator:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _count(self, api_client: ApiClient, kind: str) -> int:
-        """How many objects of ``kind`` the API server holds in the watched scope now."""
-        methods = methods_of(api_client, kind)
-        namespaces = list(self.settings.namespaces)
-        calls: list[Awaitable[Any]]
-        if methods.namespaced is not None and namespaces:
-            calls = [methods.namespaced(ns, limit=1, _preload_content=False) for ns in namespaces]
-        else:
-            calls = [methods.everywhere(limit=1, _preload_content=False)]
-        total = 0
-        for call in calls:
-            body = await raise_for_status(await call)
-            items = body.get("items") or []
-            remaining = (body.get("metadata") or {}).get("remainingItemCount") or 0
-            total += len(items) + int(remaining)
-        return total
-
     def _fence_of_round(self) -> WriteFence:
         assert self._fence is not None, "a round is running"
         return self._fence
-
-    async def _probe_resets(self, api_client: ApiClient, fence: WriteFence) -> None:
-        """Is the server's resourceVersion behind what we saw? Asked every
-        ``RESET_PROBE_INTERVAL``, and at once when the fence suspects a reset (a watch or a
-        write lost its connection, the server said it is behind a version seen): then every
-        ``SUSPECT_PROBE_INTERVAL`` until the server answers, writes held meanwhile.
-
-        Resumed watches can stay silent on a server whose state went back (see :mod:`.reset`),
-        so only asking can tell. One ``limit=1`` list of EndpointSlices (the operator may list
-        them in every scope it watches); a consistent read, so a lower version is a reset.
-        """
-        discovery = DiscoveryV1Api(api_client)
-        namespaces = list(self.settings.namespaces)
-        watermark = fence.watermark
-        while True:
-            if fence.suspected:
-                await asyncio.sleep(SUSPECT_PROBE_INTERVAL)
-            else:
-                await fence.wait_for_suspicion(RESET_PROBE_INTERVAL)
-            seen = watermark.value
-            try:
-                if namespaces:
-                    call = discovery.list_namespaced_endpoint_slice(
-                        namespaces[0],
-                        limit=1,
-                        _preload_content=False,
-                        _request_timeout=PROBE_TIMEOUT,
-                    )
-                else:
-                    call = discovery.list_endpoint_slice_for_all_namespaces(
-                        limit=1, _preload_content=False, _request_timeout=PROBE_TIMEOUT
-                    )
-                body = await raise_for_status(await call)
-            except ApiError as exc:
-                if exc.status in (401, 403):
-                    # Answered, but unreadable: the watches (which need the same permission)
-                    # report it; holding the writes on it would only stop the operator.
-                    log.debug("resourceVersion probe refused: %s", exc)
-                    fence.verified()
-                else:
-                    log.debug("resourceVersion probe failed: %s", exc)
-                continue
-            except Exception as exc:  # the watches report their own failures
-                log.debug("resourceVersion probe failed: %s", exc)
-                continue
-            current = (body.get("metadata") or {}).get("resourceVersion")
-            if watermark.is_behind(current, seen):
-                self._api_server_reset(
-                    f"the server is at resourceVersion {current}, below the {seen} already seen"
-                )
-                return
-            if fence.suspected:
-                log.debug("the server is at resourceVersion %s: writes go again", current)
-            fence.verified()
 
     # -- leadership and workers -------------------------------------------------------------
 
