@@ -148,7 +148,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "endpointslice_operator/controller/cache/owner_kinds.py": (
         "tests/controller/cache/test_owner_kinds.py",
     ),
-    "endpointslice_operator/controller/endpoint_selector/sync.py": (
+    "endpointslice_operator/controller/endpoint_selector/index.py": (
         "tests/controller/endpoint_selector/test_counts.py",
         "tests/controller/endpoint_selector/test_validation.py",
         "tests/controller/endpoint_selector/test_index.py",
@@ -345,7 +345,7 @@ EQUIVALENT: dict[str, str] = {
         "slots=False only gives each instance a __dict__ (memory), which nothing reads"
     ),
     # controller/owners/endpoint_selector.py
-    "endpointslice_operator/controller/endpoint_selector/sync.py:<module>:True->False:"
+    "endpointslice_operator/controller/endpoint_selector/index.py:<module>:True->False:"
     "@dataclass(frozen=True, slots=True) #2": (
         "EndpointSelectorEntry is frozen, which refuses every attribute assignment with or "
         "without slots; slots=False only gives each instance a __dict__ (memory), which "

@@ -56,7 +56,7 @@ from endpointslice_operator.controller.cache.optin import (
 )
 from endpointslice_operator.controller.cache.optin import evaluate, is_opted_in
 from endpointslice_operator.controller.cache.owner_kinds import ENDPOINT_SELECTOR
-from endpointslice_operator.controller.endpoint_selector.sync import (
+from endpointslice_operator.controller.endpoint_selector.index import (
     validate as validate_endpoint_selector,
 )
 from endpointslice_operator.controller.sync.decision import SOURCE_ENDPOINTS, Route, decide

@@ -21,7 +21,7 @@ import logging
 from kubernetes_asyncio.client import ApiClient
 
 from endpointslice_operator.controller.cache.owner_kinds import ENDPOINT_SELECTOR
-from endpointslice_operator.controller.endpoint_selector.sync import EndpointSelectorIndex
+from endpointslice_operator.controller.endpoint_selector.index import EndpointSelectorIndex
 from endpointslice_operator.controller.watch.relist import Key, Relisting
 from endpointslice_operator.controller.watch.router import EventRouter
 from endpointslice_operator.reconciler.endpoint_selector import GROUP, PLURAL, VERSION

@@ -33,7 +33,7 @@ from kubernetes_asyncio.client import ApiClient
 from endpointslice_operator.controller.api.errors import ApiError
 from endpointslice_operator.controller.api.reset import StateReset, WriteFence
 from endpointslice_operator.controller.api.writer import ObjectWriter
-from endpointslice_operator.controller.endpoint_selector.sync import (
+from endpointslice_operator.controller.endpoint_selector.index import (
     EndpointSelectorIndex,
     counts_patch,
 )

@@ -26,7 +26,7 @@ import kopf
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from endpointslice_operator.controller.cache.owner_kinds import ENDPOINT_SELECTOR
-from endpointslice_operator.controller.endpoint_selector.sync import (
+from endpointslice_operator.controller.endpoint_selector.index import (
     EndpointSelectorIndex,
     status_patch,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from endpointslice_operator.controller.endpoint_selector.sync import (
+from endpointslice_operator.controller.endpoint_selector.index import (
     EndpointCounts,
     counts_patch,
     endpoint_counts,

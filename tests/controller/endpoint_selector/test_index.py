@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from endpointslice_operator.controller.cache.indexes import ServiceIndex
-from endpointslice_operator.controller.endpoint_selector.sync import (
+from endpointslice_operator.controller.endpoint_selector.index import (
     EndpointCounts,
     EndpointSelectorEntry,
     EndpointSelectorIndex,

@@ -16,15 +16,15 @@ import pytest
 from endpointslice_operator.controller.api.reset import Watermark, WriteFence
 from endpointslice_operator.controller.cache.indexes import ServiceIndex
 from endpointslice_operator.controller.cache.owner_kinds import ENDPOINT_SELECTOR
+from endpointslice_operator.controller.endpoint_selector.index import (
+    EndpointCounts,
+    EndpointSelectorIndex,
+)
 from endpointslice_operator.controller.endpoint_selector.status import (
     STATUS_INTERVAL,
     keep_writing_counts,
     status_writer,
     write_counts,
-)
-from endpointslice_operator.controller.endpoint_selector.sync import (
-    EndpointCounts,
-    EndpointSelectorIndex,
 )
 from endpointslice_operator.testing import Emulator, run_emulator
 from endpointslice_operator.view import open_api_client

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from endpointslice_operator.controller.endpoint_selector.sync import (
+from endpointslice_operator.controller.endpoint_selector.index import (
     EndpointCounts,
     EndpointSelectorIndex,
     EndpointSelectorSyncer,

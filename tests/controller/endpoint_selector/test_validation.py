@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from endpointslice_operator.controller.endpoint_selector.sync import (
+from endpointslice_operator.controller.endpoint_selector.index import (
     EndpointSelectorEntry,
     status_patch,
     validate,

@@ -11,7 +11,7 @@ from typing import Any
 
 from endpointslice_operator.controller.cache.indexes import Indexes
 from endpointslice_operator.controller.cache.owner_kinds import ENDPOINT_SELECTOR
-from endpointslice_operator.controller.endpoint_selector.sync import EndpointSelectorIndex
+from endpointslice_operator.controller.endpoint_selector.index import EndpointSelectorIndex
 from endpointslice_operator.controller.endpoint_selector.watch import (
     serve_endpoint_selectors,
 )
