@@ -51,9 +51,7 @@ from endpointslice_operator.controller.cache.indexes import Indexes
 from endpointslice_operator.controller.cache.owner_kinds import (
     OwnerSyncs,
 )
-from endpointslice_operator.controller.endpoint_selector.index import (
-    EndpointSelectorIndex,
-)
+from endpointslice_operator.controller.endpoint_selector.index import EndpointSelectorIndex
 from endpointslice_operator.controller.mcs.controller import MulticlusterController
 from endpointslice_operator.controller.mcs.imports import MulticlusterSyncError
 from endpointslice_operator.controller.round import RoundNeeds, build_round

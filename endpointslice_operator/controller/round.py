@@ -26,10 +26,7 @@ from endpointslice_operator.controller.cache.owner_kinds import (
     OwnerSyncer,
     OwnerSyncs,
 )
-from endpointslice_operator.controller.endpoint_selector.index import (
-    EndpointSelectorIndex,
-    EndpointSelectorSyncer,
-)
+from endpointslice_operator.controller.endpoint_selector.index import EndpointSelectorIndex
 from endpointslice_operator.controller.endpoint_selector.relist import (
     endpoint_selector_relisting,
 )
@@ -37,6 +34,7 @@ from endpointslice_operator.controller.endpoint_selector.status import (
     keep_writing_counts,
     status_writer,
 )
+from endpointslice_operator.controller.endpoint_selector.sync import EndpointSelectorSyncer
 from endpointslice_operator.controller.endpoint_selector.watch import serve_endpoint_selectors
 from endpointslice_operator.controller.mcs.controller import MulticlusterController
 from endpointslice_operator.controller.sync.apply import SliceWrites

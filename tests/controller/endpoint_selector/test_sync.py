@@ -11,8 +11,8 @@ from kubernetes_asyncio.client import ApiClient
 from endpointslice_operator.controller.endpoint_selector.index import (
     EndpointCounts,
     EndpointSelectorIndex,
-    EndpointSelectorSyncer,
 )
+from endpointslice_operator.controller.endpoint_selector.sync import EndpointSelectorSyncer
 from endpointslice_operator.controller.work.budget import WriteBudget
 from endpointslice_operator.testing import Emulator
 
