@@ -15,22 +15,22 @@ from endpointslice_operator import __version__
 
 # name -> (module implementing ``main(argv) -> int``, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("endpointslice_operator.controller.main", "run the operator against a cluster"),
+    "run": ("endpointslice_operator.commands.run", "run the operator against a cluster"),
     "emulator": (
-        "endpointslice_operator.testing.cli",
+        "endpointslice_operator.commands.emulator",
         "serve the built-in Kubernetes API emulator on 127.0.0.1",
     ),
     "demo": (
-        "endpointslice_operator.demo",
+        "endpointslice_operator.commands.demo",
         "run the operator against the built-in emulator and show what it does",
     ),
     "cleanup": (
-        "endpointslice_operator.cleanup",
+        "endpointslice_operator.commands.cleanup",
         "delete the EndpointSlices the operator wrote (after uninstalling it)",
     ),
-    "endpoints": ("endpointslice_operator.endpoints_cli", "the endpoint view of Services"),
+    "endpoints": ("endpointslice_operator.commands.endpoints", "the endpoint view of Services"),
     "plan": (
-        "endpointslice_operator.plan_cli",
+        "endpointslice_operator.commands.plan",
         "offline: print the EndpointSlice writes for Service/Pod/Node/EndpointSlice YAML files",
     ),
 }

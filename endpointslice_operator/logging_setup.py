@@ -7,12 +7,12 @@ them as ``key=value``, JSON as top-level keys next to ``time``, ``level``, ``log
 its ``k8s_ref`` dict) are not printed; Kopf's object reference becomes ``object=ns/name``.
 
 Levels: at ``info`` the operator logs start-up, leadership, problems and a periodic summary
-(:mod:`endpointslice_operator.controller.summary`), nothing per event. Kopf's per-object lines
-(``Handler 'index-service' succeeded.``) are shown only at ``debug``. Chatty libraries are held
-back so that ``--log-level debug`` shows the operator's own detail: ``kubernetes_asyncio`` and
+(:mod:`endpointslice_operator.controller.runtime.summary`), nothing per event. Kopf's per-object
+lines (``Handler 'index-service' succeeded.``) are shown only at ``debug``. Chatty libraries are
+held back so that ``--log-level debug`` shows the operator's own detail: ``kubernetes_asyncio`` and
 Kopf's framework at ``info`` or above, aiohttp's per-request access log (probes, scrapes) at
-``warning`` or above. Kopf's line per failed request attempt (at ERROR) becomes one WARNING line
-per cause with a count (:class:`~endpointslice_operator.retry_log.CollapseRetries`).
+``warning`` or above. Kopf's line per failed request attempt (at ERROR) becomes one WARNING line per
+cause with a count (:class:`~endpointslice_operator.retry_log.CollapseRetries`).
 """
 
 from __future__ import annotations

@@ -55,9 +55,9 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/view/test_model.py",
         "tests/view/test_merge.py",
     ),
-    "endpointslice_operator/controller/queue.py": (
-        "tests/controller/test_queue.py",
-        "tests/controller/test_queue_invariants.py",
+    "endpointslice_operator/controller/work/queue.py": (
+        "tests/controller/work/test_queue.py",
+        "tests/controller/work/test_queue_invariants.py",
     ),
     "endpointslice_operator/reconciler/planner.py": (
         "tests/reconciler/test_slice_to_fill.py",
@@ -75,7 +75,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_planner.py",
         "tests/reconciler/test_properties.py",
     ),
-    "endpointslice_operator/reconciler/topology.py": (
+    "endpointslice_operator/reconciler/hints/topology.py": (
         "tests/reconciler/test_topology_utils.py",
         "tests/reconciler/test_topology_sliceinfo.py",
         "tests/reconciler/test_topology.py",
@@ -83,7 +83,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_topology_idempotence.py",
         "tests/reconciler/test_topology_properties.py",
     ),
-    "endpointslice_operator/reconciler/trafficdist.py": (
+    "endpointslice_operator/reconciler/hints/trafficdist.py": (
         "tests/reconciler/test_trafficdist.py",
         "tests/reconciler/test_planner.py",
         "tests/reconciler/test_reconciler.py",
@@ -98,7 +98,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "endpointslice_operator/reconciler/cached_slice.py": (
         "tests/reconciler/test_cached_slice.py",
-        "tests/controller/test_indexes.py",
+        "tests/controller/cache/test_indexes.py",
     ),
     "endpointslice_operator/reconciler/ports.py": (
         "tests/reconciler/test_ports.py",
@@ -112,9 +112,11 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "endpointslice_operator/reconciler/compact.py": ("tests/reconciler/test_compact.py",),
     "endpointslice_operator/reconciler/ipaddr.py": ("tests/reconciler/test_records.py",),
-    "endpointslice_operator/reconciler/trigger_time.py": ("tests/reconciler/test_trigger_time.py",),
-    "endpointslice_operator/reconciler/tracker.py": ("tests/reconciler/test_tracker.py",),
-    "endpointslice_operator/reconciler/metrics_cache.py": (
+    "endpointslice_operator/reconciler/tracking/trigger_time.py": (
+        "tests/reconciler/test_trigger_time.py",
+    ),
+    "endpointslice_operator/reconciler/tracking/tracker.py": ("tests/reconciler/test_tracker.py",),
+    "endpointslice_operator/reconciler/tracking/metrics_cache.py": (
         "tests/reconciler/test_metrics_cache.py",
     ),
     "endpointslice_operator/reconciler/config.py": ("tests/reconciler/test_records.py",),
@@ -143,26 +145,28 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_endpoint_selector_owner.py",
         "tests/reconciler/test_endpoint_selector.py",
     ),
-    "endpointslice_operator/controller/owners/__init__.py": ("tests/controller/test_owners.py",),
-    "endpointslice_operator/controller/owners/endpoint_selector.py": (
-        "tests/controller/test_endpoint_selector_counts.py",
-        "tests/controller/test_endpoint_selector_validation.py",
-        "tests/controller/test_endpoint_selector_index.py",
-        "tests/controller/test_endpoint_selector_sync.py",
+    "endpointslice_operator/controller/cache/owner_kinds.py": (
+        "tests/controller/cache/test_owner_kinds.py",
+    ),
+    "endpointslice_operator/controller/endpoint_selector/index.py": (
+        "tests/controller/endpoint_selector/test_counts.py",
+        "tests/controller/endpoint_selector/test_validation.py",
+        "tests/controller/endpoint_selector/test_index.py",
+        "tests/controller/endpoint_selector/test_sync.py",
     ),
     "endpointslice_operator/controller/mcs/cache.py": (
-        "tests/controller/test_mcs_cache.py",
-        "tests/controller/test_mcs_kopf_relist.py",
+        "tests/controller/mcs/test_cache.py",
+        "tests/controller/mcs/test_kopf_relist.py",
     ),
-    "endpointslice_operator/controller/relist.py": ("tests/controller/test_relist.py",),
+    "endpointslice_operator/controller/watch/relist.py": ("tests/controller/watch/test_relist.py",),
     "endpointslice_operator/controller/mcs/kopf_handlers.py": (
-        "tests/controller/test_mcs_kopf_relist.py",
+        "tests/controller/mcs/test_kopf_relist.py",
     ),
     # the multi-cluster controller's I/O modules, against API emulators (real HTTP)
-    "endpointslice_operator/controller/mcs/imports.py": ("tests/controller/test_mcs_imports.py",),
-    "endpointslice_operator/controller/mcs/clusters.py": ("tests/controller/test_mcs_clusters.py",),
+    "endpointslice_operator/controller/mcs/imports.py": ("tests/controller/mcs/test_imports.py",),
+    "endpointslice_operator/controller/mcs/clusters.py": ("tests/controller/mcs/test_clusters.py",),
     "endpointslice_operator/controller/mcs/controller.py": (
-        "tests/controller/test_mcs_controller.py",
+        "tests/controller/mcs/test_controller.py",
     ),
     "endpointslice_operator/view/watch.py": (
         "tests/view/test_watch_feed.py",
@@ -170,11 +174,11 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/view/test_service_import_view.py",
     ),
     # EndpointSelectors' owners (controller/owners/endpoint_selector_*)
-    "endpointslice_operator/controller/owners/endpoint_selector_status.py": (
-        "tests/controller/test_endpoint_selector_status.py",
+    "endpointslice_operator/controller/endpoint_selector/status.py": (
+        "tests/controller/endpoint_selector/test_status.py",
     ),
-    "endpointslice_operator/controller/owners/endpoint_selector_watch.py": (
-        "tests/controller/test_endpoint_selector_watch.py",
+    "endpointslice_operator/controller/endpoint_selector/watch.py": (
+        "tests/controller/endpoint_selector/test_watch.py",
     ),
 }
 """The modules under mutation testing and the tests that must notice a change in each."""
@@ -214,27 +218,28 @@ EQUIVALENT: dict[str, str] = {
         "re-examines every address of the group more often; _show skips the unchanged ones, "
         "so the changes and the view are the same (only the cost differs)"
     ),
-    "endpointslice_operator/controller/queue.py:_refill:Gt->GtE:"
+    "endpointslice_operator/controller/work/queue.py:_refill:Gt->GtE:"
     "if self._last is not None and now > self._last:": ("at now == last the refill adds nothing"),
-    "endpointslice_operator/controller/queue.py:_refill:Gt->GtE:"
+    "endpointslice_operator/controller/work/queue.py:_refill:Gt->GtE:"
     "if self._last is None or now > self._last:": (
         "at now == last, last is set to the value it has"
     ),
-    "endpointslice_operator/controller/queue.py:reserve:GtE->Gt:"
+    "endpointslice_operator/controller/work/queue.py:reserve:GtE->Gt:"
     "return 0.0 if self._tokens >= 0 else -self._tokens / self.qps": (
         "at exactly 0 tokens the other branch gives -0.0, which equals 0.0"
     ),
-    "endpointslice_operator/controller/queue.py:when:Gt->GtE:if exponent > 1023:": (
+    "endpointslice_operator/controller/work/queue.py:when:Gt->GtE:if exponent > 1023:": (
         "at 1023 base * 2**1023 is already beyond any maximum: the cap either way"
     ),
-    "endpointslice_operator/controller/queue.py:add_after:LtE->Lt:if pending[0] <= deadline:": (
+    "endpointslice_operator/controller/work/queue.py:add_after:LtE->Lt:"
+    "if pending[0] <= deadline:": (
         "an equal deadline replaces the timer with one at the same time: one wake-up either way"
     ),
-    "endpointslice_operator/controller/queue.py:unfinished_work_seconds:Or->And:"
+    "endpointslice_operator/controller/work/queue.py:unfinished_work_seconds:Or->And:"
     "if not self._processing or self._loop is None:": (
         "nothing processing sums to 0.0 anyway; processing without a loop cannot happen"
     ),
-    "endpointslice_operator/controller/queue.py:_get:And->Or:"
+    "endpointslice_operator/controller/work/queue.py:_get:And->Or:"
     "if getter.done() and not getter.cancelled() and self._ready:": (
         "passes on a wake-up that was never received: the woken worker finds no key and "
         "waits again (a spurious wake-up, harmless by design of the loop around it)"
@@ -256,7 +261,7 @@ EQUIVALENT: dict[str, str] = {
     "endpointslice_operator/reconciler/planner.py:_plan_port_group:Break->Continue:break": (
         "with nothing left the next updates take empty runs"
     ),
-    "endpointslice_operator/controller/queue.py:_drop_pending:NotIn->In:"
+    "endpointslice_operator/controller/work/queue.py:_drop_pending:NotIn->In:"
     "if key not in self._processing:": (
         "only on stop, after which the queue never reads its added-at times again"
     ),
@@ -334,13 +339,13 @@ EQUIVALENT: dict[str, str] = {
         "differ in the first element, so the order and equalities are the same"
     ),
     # controller/owners/__init__.py
-    "endpointslice_operator/controller/owners/__init__.py:<module>:True->False:"
+    "endpointslice_operator/controller/cache/owner_kinds.py:<module>:True->False:"
     "@dataclass(frozen=True, slots=True) #2": (
         "OwnerKind is frozen, which refuses every attribute assignment with or without slots; "
         "slots=False only gives each instance a __dict__ (memory), which nothing reads"
     ),
     # controller/owners/endpoint_selector.py
-    "endpointslice_operator/controller/owners/endpoint_selector.py:<module>:True->False:"
+    "endpointslice_operator/controller/endpoint_selector/index.py:<module>:True->False:"
     "@dataclass(frozen=True, slots=True) #2": (
         "EndpointSelectorEntry is frozen, which refuses every attribute assignment with or "
         "without slots; slots=False only gives each instance a __dict__ (memory), which "
@@ -389,30 +394,31 @@ EQUIVALENT: dict[str, str] = {
         "the lengths were checked equal just before: strict or not, zip gives the same pairs"
     ),
     # reconciler/topology.py
-    "endpointslice_operator/reconciler/topology.py:giving_and_receiving_zones:Gt->GtE:"
+    "endpointslice_operator/reconciler/hints/topology.py:giving_and_receiving_zones:Gt->GtE:"
     "if allocated > allocation.desired:": (
         "a zone exactly at its desired share gets a surplus of 0.0, which _most never picks "
         "(it takes only amounts above 0.0) and so never gives"
     ),
-    "endpointslice_operator/reconciler/topology.py:giving_and_receiving_zones:Lt->LtE:"
+    "endpointslice_operator/reconciler/hints/topology.py:giving_and_receiving_zones:Lt->LtE:"
     "elif allocated < allocation.desired:": (
         "a zone exactly at its desired share gets a deficit of 0.0, which _most never picks "
         "(it takes only amounts above 0.0) and so never receives"
     ),
-    "endpointslice_operator/reconciler/topology.py:redistribute_hints:Or->And:"
+    "endpointslice_operator/reconciler/hints/topology.py:redistribute_hints:Or->And:"
     "if not giving_zones or not receiving_zones:": (
         "an early return only: with no giving zone every endpoint fails `giving_zones.get(zone, "
         "0) <= 0`, with no receiving zone the inner loop has nothing to walk; nothing changes"
     ),
-    "endpointslice_operator/reconciler/topology.py:set_nodes:False->True:sufficient = False": (
+    "endpointslice_operator/reconciler/hints/topology.py:set_nodes:False->True:"
+    "sufficient = False": (
         "the branch also empties cpu_by_zone and leaves the loop, and fewer than two zones "
         "is insufficient on its own"
     ),
-    "endpointslice_operator/reconciler/topology.py:set_nodes:Break->Continue:break": (
+    "endpointslice_operator/reconciler/hints/topology.py:set_nodes:Break->Continue:break": (
         "sufficient is already False: the outcome is insufficient whatever later nodes add"
     ),
     # reconciler/trafficdist.py
-    "endpointslice_operator/reconciler/trafficdist.py:_heuristic:False->True:"
+    "endpointslice_operator/reconciler/hints/trafficdist.py:_heuristic:False->True:"
     "return _Heuristic(close=False, node_hints=False) #2": (
         "node_hints is read only when close is True: needs_update and update return first "
         "for the default heuristic"
@@ -450,25 +456,25 @@ EQUIVALENT: dict[str, str] = {
         "differs otherwise): any constant orders the same"
     ),
     # reconciler/trigger_time.py
-    "endpointslice_operator/reconciler/trigger_time.py:<module>:True->False:"
+    "endpointslice_operator/reconciler/tracking/trigger_time.py:<module>:True->False:"
     "@dataclass(slots=True)": (
         "_ServiceState is private and gets no attribute beyond its two fields: without slots "
         "each instance only gains a __dict__ (memory)"
     ),
-    "endpointslice_operator/reconciler/trigger_time.py:_earliest:Lt->LtE:"
+    "endpointslice_operator/reconciler/tracking/trigger_time.py:_earliest:Lt->LtE:"
     "return candidate if current is None or candidate < current else current": (
         "on a tie both are the same instant: the result compares equal either way, and the "
         "stamp is formatted in UTC"
     ),
     # reconciler/metrics_cache.py
-    "endpointslice_operator/reconciler/metrics_cache.py:num_desired_slices:LtE->Lt:"
+    "endpointslice_operator/reconciler/tracking/metrics_cache.py:num_desired_slices:LtE->Lt:"
     "if endpoints <= 0:": ("at 0 endpoints the division below gives 0 as well"),
-    "endpointslice_operator/reconciler/metrics_cache.py:<module>:True->False:"
+    "endpointslice_operator/reconciler/tracking/metrics_cache.py:<module>:True->False:"
     "@dataclass(frozen=True, slots=True) #3": (
         "_Totals is private and never assigned to after it is built: frozen forbids what "
         "nothing does"
     ),
-    "endpointslice_operator/reconciler/metrics_cache.py:<module>:True->False:"
+    "endpointslice_operator/reconciler/tracking/metrics_cache.py:<module>:True->False:"
     "@dataclass(frozen=True, slots=True) #4": (
         "_Totals is private and frozen: without slots each instance only gains a __dict__ (memory)"
     ),

@@ -62,13 +62,13 @@ RUN_BY: dict[str, str] = {
     "endpointslice-operator cleanup": f"{E2E}::test_service_commands_on_the_emulator",
     "kubectl apply -f deploy/": f"{REAL}::test_plain_manifests_install_and_uninstall",
     "endpointslice-operator plan -f docs/examples/multus.yaml -o summary": (
-        "tests/test_plan_cli.py::test_readme_secondary_network_examples"
+        "tests/commands/test_plan.py::test_readme_secondary_network_examples"
     ),
     "endpointslice-operator plan -f docs/examples/endpointselector.yaml -o summary": (
-        "tests/test_plan_cli.py::test_readme_endpoint_selector_example"
+        "tests/commands/test_plan.py::test_readme_endpoint_selector_example"
     ),
     "endpointslice-operator plan -f docs/examples/dra.yaml": (
-        "tests/test_plan_cli.py::test_readme_secondary_network_examples"
+        "tests/commands/test_plan.py::test_readme_secondary_network_examples"
     ),
     "kubectl delete -f deploy/": f"{REAL}::test_plain_manifests_install_and_uninstall",
     "endpointslice-operator endpoints": f"{VIEW}::test_the_readme_view_commands",

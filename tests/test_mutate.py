@@ -90,7 +90,7 @@ def test_jobs_must_be_at_least_one() -> None:
 def test_mutants_alike_on_one_line_have_keys_of_their_own() -> None:
     """``return _Heuristic(close=False, node_hints=False)``: two ``False->True`` mutants, one
     that changes behaviour and one that cannot; an EQUIVALENT entry must name only one."""
-    module = "endpointslice_operator/reconciler/trafficdist.py"
+    module = "endpointslice_operator/reconciler/hints/trafficdist.py"
     alike = [
         m
         for m in mutate.mutants(module)

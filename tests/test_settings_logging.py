@@ -32,7 +32,7 @@ def test_json_lines_carry_time_level_logger_message_and_extras() -> None:
     stream = io.StringIO()
     settings = load_settings(["--log-format", "json", "--log-level", "debug"], {})
     configure_logging(settings.log_format, settings.log_level, stream=stream)
-    log = logging.getLogger("endpointslice_operator.controller.sync")
+    log = logging.getLogger("endpointslice_operator.controller.sync.service")
     log.debug("Synced %s in %d writes", "ns/web", 2, extra={"service": "ns/web", "writes": 2})
     try:
         raise RuntimeError("boom")
@@ -42,7 +42,7 @@ def test_json_lines_carry_time_level_logger_message_and_extras() -> None:
     assert len(lines) == 2
     first, second = (json.loads(line) for line in lines)
     assert first["level"] == "debug"
-    assert first["logger"] == "endpointslice_operator.controller.sync"
+    assert first["logger"] == "endpointslice_operator.controller.sync.service"
     assert first["message"] == "Synced ns/web in 2 writes"
     assert first["service"] == "ns/web"
     assert first["writes"] == 2

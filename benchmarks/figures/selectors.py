@@ -37,7 +37,7 @@ from pathlib import Path
 
 import aiohttp
 
-from endpointslice_operator.controller.owners.endpoint_selector_status import STATUS_INTERVAL
+from endpointslice_operator.controller.endpoint_selector.status import STATUS_INTERVAL
 
 from ..figure import Figure
 from ..lib.cluster import Scenario

@@ -33,84 +33,63 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 import aiohttp
 import kopf
-from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api, DiscoveryV1Api
+from kubernetes_asyncio.client import ApiClient, Configuration, CoreV1Api
 
-from endpointslice_operator.controller import heap
-from endpointslice_operator.controller.api_client import OperatorApiClient, resolve_env_proxy
-from endpointslice_operator.controller.budget import WriteBudget
-from endpointslice_operator.controller.claim_watch import watch_claims
-from endpointslice_operator.controller.endpoints_index import LABEL_MANAGED_BY, EndpointsIndex
-from endpointslice_operator.controller.endpoints_sync import EndpointsSyncer, EndpointsSyncError
-from endpointslice_operator.controller.endpoints_writer import EndpointsWriter
-from endpointslice_operator.controller.events import EventRecorder
-from endpointslice_operator.controller.handlers import EventRouter, register_handlers
-from endpointslice_operator.controller.health import HealthServer
-from endpointslice_operator.controller.indexes import Indexes
-from endpointslice_operator.controller.kopf_wiring import (
+from endpointslice_operator.controller.api.client import OperatorApiClient, resolve_env_proxy
+from endpointslice_operator.controller.api.errors import ApiError, raise_for_status
+from endpointslice_operator.controller.api.reset import (
+    StateReset,
+    WriteFence,
+)
+from endpointslice_operator.controller.cache.endpoints_index import LABEL_MANAGED_BY, EndpointsIndex
+from endpointslice_operator.controller.cache.indexes import Indexes
+from endpointslice_operator.controller.cache.owner_kinds import (
+    OwnerSyncs,
+)
+from endpointslice_operator.controller.endpoint_selector.index import EndpointSelectorIndex
+from endpointslice_operator.controller.mcs.controller import MulticlusterController
+from endpointslice_operator.controller.mcs.imports import MulticlusterSyncError
+from endpointslice_operator.controller.round import RoundNeeds, build_round
+from endpointslice_operator.controller.runtime import heap
+from endpointslice_operator.controller.runtime.health import HealthServer
+from endpointslice_operator.controller.runtime.leader import LeaderElector
+from endpointslice_operator.controller.runtime.probes import count_objects, probe_resets
+from endpointslice_operator.controller.runtime.summary import run_summaries
+from endpointslice_operator.controller.sync.apply import SyncError
+from endpointslice_operator.controller.sync.endpoints import EndpointsSyncError
+from endpointslice_operator.controller.sync.mirroring import MirroringSyncError
+from endpointslice_operator.controller.sync.networks import NetworkAnnotations
+from endpointslice_operator.controller.sync.service import ServiceSyncer
+from endpointslice_operator.controller.watch.kopf_wiring import (
     WATCH_CLIENT_TIMEOUT,
     WATCH_SERVER_TIMEOUT,
     connection_info,
     load_client_configuration,
     run_kopf,
 )
-from endpointslice_operator.controller.leader import LeaderElector
-from endpointslice_operator.controller.list_watch import KINDS, ListWatcher
-from endpointslice_operator.controller.mcs.controller import MulticlusterController
-from endpointslice_operator.controller.mcs.imports import MulticlusterSyncError
-from endpointslice_operator.controller.mirroring import MirroringSyncer, MirroringSyncError
-from endpointslice_operator.controller.networks import NetworkAnnotations
-from endpointslice_operator.controller.owners import ENDPOINT_SELECTOR, SERVICE_IMPORT, OwnerSyncs
-from endpointslice_operator.controller.owners.endpoint_selector import (
-    EndpointSelectorIndex,
-    EndpointSelectorSyncer,
-)
-from endpointslice_operator.controller.owners.endpoint_selector_relist import (
-    endpoint_selector_relisting,
-)
-from endpointslice_operator.controller.owners.endpoint_selector_status import (
-    keep_writing_counts,
-    status_writer,
-)
-from endpointslice_operator.controller.owners.endpoint_selector_watch import (
-    serve_endpoint_selectors,
-)
-from endpointslice_operator.controller.queue import ServiceQueue
-from endpointslice_operator.controller.reset import (
-    RESET_PROBE_INTERVAL,
-    SUSPECT_PROBE_INTERVAL,
-    StateReset,
-    Watermark,
-    WriteFence,
-)
-from endpointslice_operator.controller.summary import run_summaries
-from endpointslice_operator.controller.sync import ServiceSyncer, SyncError
-from endpointslice_operator.controller.writer import ApiError, SliceWriter, raise_for_status
+from endpointslice_operator.controller.watch.list_watch import KINDS, ListWatcher
+from endpointslice_operator.controller.watch.router import EventRouter, register_handlers
+from endpointslice_operator.controller.work.queue import ServiceQueue
 from endpointslice_operator.metrics import OperatorMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
-from endpointslice_operator.reconciler.topology import TopologyCache
-from endpointslice_operator.reconciler.tracker import StaleInformerCache
+from endpointslice_operator.reconciler.hints.topology import TopologyCache
+from endpointslice_operator.reconciler.tracking.tracker import StaleInformerCache
 from endpointslice_operator.settings import Settings
 
 __all__ = ["Operator", "OperatorFailed"]
 
 log = logging.getLogger(__name__)
 
-ENDPOINTS_EVENT_COMPONENT = "endpoint-controller"
-MIRRORING_EVENT_COMPONENT = "endpoint-slice-mirroring-controller"
-MULTICLUSTER_EVENT_COMPONENT = "multicluster-controller"
-"""Event source components of upstream's Endpoints and mirroring controllers."""
 READINESS_POLL_INTERVAL = 0.05
 """How often the index sizes are compared with the expected counts (in memory, cheap)."""
 READINESS_RECOUNT_INTERVAL = 2.0
 """How often the expected counts are asked from the API server again."""
 SHUTDOWN_TIMEOUT = 10.0
-PROBE_TIMEOUT = 10.0
-"""Seconds a resourceVersion probe may take (an unanswered one counts as failed)."""
 ALWAYS_WATCHED = ("pods", "services", "endpointslices")
 """The kinds of :data:`.list_watch.KINDS` watched from the start (Endpoints: on demand)."""
 
@@ -268,125 +247,31 @@ class Operator:
             # No cyclic collections while the listings fill the caches (see controller/heap.py).
             heap.pause()
             asyncio.get_running_loop().call_later(heap.PAUSE_LIMIT, heap.resume)
-        budget = WriteBudget(
-            self.settings.kube_api_qps, self.settings.kube_api_burst, metrics=self.metrics
-        )
-        watermark = Watermark()
-        fence = WriteFence(watermark)
-        fence.on_reset = self._api_server_reset
-        self._fence = fence
-        recorder = EventRecorder(api_client, instance=self.identity, budget=budget, fence=fence)
-        fresh = self.write_policy == "fresh"
-        syncer = ServiceSyncer(
-            indexes=self.indexes,
-            writer=SliceWriter(api_client, fence=fence),
-            recorder=recorder,
-            metrics=self.metrics,
-            config=self.config,
-            topology=self.topology,
-            budget=budget,
-            plan_after_budget=fresh,
-            networks=self.networks,
-            want_claims=lambda: self._spawn(
-                watch_claims(
-                    api_client,
-                    self.indexes,
-                    router,
-                    self.networks.device_network,
-                    namespaces=list(self.settings.namespaces),
-                    server_timeout=WATCH_SERVER_TIMEOUT,
-                    client_timeout=WATCH_CLIENT_TIMEOUT,
-                    watermark=router.watermark,
-                    on_reset=self._api_server_reset,
-                    on_suspect=fence.suspect,
-                )
-            ),
-            endpoints=EndpointsSyncer(
+        parts = build_round(
+            RoundNeeds(
+                settings=self.settings,
+                config=self.config,
                 indexes=self.indexes,
-                index=self.indexes.endpoints,
-                writer=EndpointsWriter(api_client, fence=fence),
-                # Upstream's Endpoints controller records as "endpoint-controller".
-                recorder=EventRecorder(
-                    api_client,
-                    component=ENDPOINTS_EVENT_COMPONENT,
-                    instance=self.identity,
-                    budget=budget,
-                    fence=fence,
+                topology=self.topology,
+                metrics=self.metrics,
+                networks=self.networks,
+                identity=self.identity,
+                fresh=self.write_policy == "fresh",
+                spawn=self._spawn,
+                on_reset=self._api_server_reset,
+                on_signal=self.stop,
+                watch_endpoints=lambda router: self._watch_endpoints(
+                    api_client, router, self.indexes.endpoints
                 ),
-                managed_by=self.settings.managed_by,
-                annotation=self.settings.endpoints_annotation,
-                write_all=self.settings.write_endpoints,
-                budget=budget,
-                source_annotation=self.settings.source_annotation,
             ),
+            api_client,
+            configuration,
         )
-        mirroring = MirroringSyncer(
-            indexes=self.indexes,
-            api_client=api_client,
-            writer=SliceWriter(api_client, fence=fence),
-            recorder=EventRecorder(
-                api_client,
-                component=MIRRORING_EVENT_COMPONENT,
-                instance=self.identity,
-                budget=budget,
-                fence=fence,
-            ),
-            config=self.config,
-            source_annotation=self.settings.source_annotation,
-            max_endpoints_per_subset=self.settings.max_endpoints_per_subset,
-            metrics=self.metrics.mirroring,
-            budget=budget,
-            network_annotations=self.networks.names,
-        )
-        syncer.mirroring = mirroring
-        self.indexes.endpoints.keep = lambda namespace, name: mirroring.mirrors(
-            f"{namespace}/{name}"
-        )
-        router = EventRouter(
-            indexes=self.indexes,
-            tracker=syncer.tracker,
-            topology=self.topology,
-            batch_period=self.settings.batch_period,
-            coalesce=fresh,
-            pressed=budget.pressed,
-            backlog=budget.time_to_write,
-        )
-        router.watermark = watermark
-        router.mirrors = mirroring.mirrors
-        endpoints_index = self.indexes.endpoints
-        endpoints_index.start = lambda: self._spawn(
-            self._watch_endpoints(api_client, router, endpoints_index)
-        )
-        self.syncer, self.router = syncer, router
-        self.owners = OwnerSyncs(syncer.sync)
-        self.endpoint_selectors = None
-        if self.settings.endpoint_selectors:
-            selectors = EndpointSelectorIndex(self.indexes.services)
-            selector_syncer = EndpointSelectorSyncer(
-                selectors, syncer, kep6116_labels=self.settings.kep6116_labels
-            )
-            self.owners.others[ENDPOINT_SELECTOR.kind] = selector_syncer
-            self.endpoint_selectors = selectors
-            self._spawn(
-                serve_endpoint_selectors(
-                    api_client,
-                    configuration,
-                    selectors,
-                    router,
-                    lambda: [*selector_syncer.all_keys(), *sorted(selector_syncer.waiting)],
-                    # Objects deleted while Kopf's watch had expired (no DELETED event).
-                    relisting=endpoint_selector_relisting(api_client, selectors, router),
-                    namespaces=list(self.settings.namespaces),
-                    on_signal=self.stop,
-                )
-            )
-            # Their endpoint counts, into their status at most once per interval (the leader's).
-            self._spawn(
-                keep_writing_counts(
-                    status_writer(api_client, fence), selectors, lambda: router.queue is not None
-                )
-            )
-        self._start_multicluster(api_client, configuration, router)
+        self._fence = parts.fence
+        self.syncer, self.router, self.owners = parts.syncer, parts.router, parts.owners
+        self.endpoint_selectors = parts.endpoint_selectors
+        self.multicluster = parts.multicluster
+        router, syncer = parts.router, parts.syncer
         await self._run_tasks(configuration, api_client, router, syncer)
 
     async def _run_tasks(
@@ -444,7 +329,13 @@ class Operator:
             asyncio.create_task(watch(kind), name=f"{kind}-watch") for kind in ALWAYS_WATCHED
         ]
         probe_task = asyncio.create_task(
-            self._probe_resets(api_client, self._fence_of_round()), name="reset-probe"
+            probe_resets(
+                api_client,
+                self._fence_of_round(),
+                list(self.settings.namespaces),
+                self._api_server_reset,
+            ),
+            name="reset-probe",
         )
         summary_task = asyncio.create_task(
             run_summaries(self.metrics, self.indexes.counts), name="activity-summary"
@@ -514,7 +405,9 @@ class Operator:
                 counted_at = loop.time()
                 for kind in sorted(pending):
                     try:
-                        expected[kind] = await self._count(api_client, kind)
+                        expected[kind] = await count_objects(
+                            api_client, kind, list(self.settings.namespaces)
+                        )
                     except Exception as exc:
                         log.info("readiness: cannot count %s yet: %s", kind, exc)
             counts = self.indexes.counts()
@@ -614,92 +507,9 @@ class Operator:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _count(self, api_client: ApiClient, kind: str) -> int:
-        """How many objects of ``kind`` the API server holds in the watched scope now."""
-        core, discovery = CoreV1Api(api_client), DiscoveryV1Api(api_client)
-        namespaces = list(self.settings.namespaces)
-        calls: list[Awaitable[Any]]
-        if kind == "nodes":
-            calls = [core.list_node(limit=1, _preload_content=False)]
-        elif namespaces:
-            namespaced = {
-                "services": core.list_namespaced_service,
-                "pods": core.list_namespaced_pod,
-                "endpointslices": discovery.list_namespaced_endpoint_slice,
-            }[kind]
-            calls = [namespaced(ns, limit=1, _preload_content=False) for ns in namespaces]
-        else:
-            everywhere = {
-                "services": core.list_service_for_all_namespaces,
-                "pods": core.list_pod_for_all_namespaces,
-                "endpointslices": discovery.list_endpoint_slice_for_all_namespaces,
-            }[kind]
-            calls = [everywhere(limit=1, _preload_content=False)]
-        total = 0
-        for call in calls:
-            body = await raise_for_status(await call)
-            items = body.get("items") or []
-            remaining = (body.get("metadata") or {}).get("remainingItemCount") or 0
-            total += len(items) + int(remaining)
-        return total
-
     def _fence_of_round(self) -> WriteFence:
         assert self._fence is not None, "a round is running"
         return self._fence
-
-    async def _probe_resets(self, api_client: ApiClient, fence: WriteFence) -> None:
-        """Is the server's resourceVersion behind what we saw? Asked every
-        ``RESET_PROBE_INTERVAL``, and at once when the fence suspects a reset (a watch or a
-        write lost its connection, the server said it is behind a version seen): then every
-        ``SUSPECT_PROBE_INTERVAL`` until the server answers, writes held meanwhile.
-
-        Resumed watches can stay silent on a server whose state went back (see :mod:`.reset`),
-        so only asking can tell. One ``limit=1`` list of EndpointSlices (the operator may list
-        them in every scope it watches); a consistent read, so a lower version is a reset.
-        """
-        discovery = DiscoveryV1Api(api_client)
-        namespaces = list(self.settings.namespaces)
-        watermark = fence.watermark
-        while True:
-            if fence.suspected:
-                await asyncio.sleep(SUSPECT_PROBE_INTERVAL)
-            else:
-                await fence.wait_for_suspicion(RESET_PROBE_INTERVAL)
-            seen = watermark.value
-            try:
-                if namespaces:
-                    call = discovery.list_namespaced_endpoint_slice(
-                        namespaces[0],
-                        limit=1,
-                        _preload_content=False,
-                        _request_timeout=PROBE_TIMEOUT,
-                    )
-                else:
-                    call = discovery.list_endpoint_slice_for_all_namespaces(
-                        limit=1, _preload_content=False, _request_timeout=PROBE_TIMEOUT
-                    )
-                body = await raise_for_status(await call)
-            except ApiError as exc:
-                if exc.status in (401, 403):
-                    # Answered, but unreadable: the watches (which need the same permission)
-                    # report it; holding the writes on it would only stop the operator.
-                    log.debug("resourceVersion probe refused: %s", exc)
-                    fence.verified()
-                else:
-                    log.debug("resourceVersion probe failed: %s", exc)
-                continue
-            except Exception as exc:  # the watches report their own failures
-                log.debug("resourceVersion probe failed: %s", exc)
-                continue
-            current = (body.get("metadata") or {}).get("resourceVersion")
-            if watermark.is_behind(current, seen):
-                self._api_server_reset(
-                    f"the server is at resourceVersion {current}, below the {seen} already seen"
-                )
-                return
-            if fence.suspected:
-                log.debug("the server is at resourceVersion %s: writes go again", current)
-            fence.verified()
 
     # -- leadership and workers -------------------------------------------------------------
 
@@ -759,7 +569,7 @@ class Operator:
         owners = self.owners if self.owners is not None else OwnerSyncs(syncer.sync)
         multicluster = self._multicluster(syncer)
         owners.start_term()
-        router.tracker = syncer.tracker
+        router.tracker = syncer.writes.tracker
         router.queue = queue
         for key in sorted({*router.all_keys(), *owners.all_keys()}):
             queue.add(key)
@@ -797,49 +607,11 @@ class Operator:
                 )
             log.info("workers stopped")
 
-    def _start_multicluster(
-        self, api_client: ApiClient, configuration: Configuration, router: EventRouter
-    ) -> None:
-        """With ``--multicluster``: the multi-cluster controller of this round (see
-        controller/mcs/). Its watches run on every replica (a new leader starts with warm
-        caches); its ImportSyncer is the syncer of ServiceImport keys; :meth:`_work` runs its
-        leading part (peer probes and Leases, queueing) for each term."""
-        self.multicluster = None
-        syncer, owners = self.syncer, self.owners
-        if not self.settings.multicluster or syncer is None or owners is None:
-            return
-        self.multicluster = MulticlusterController(
-            api_client,
-            requeue=router.requeue,
-            configuration=configuration,
-            on_signal=self.stop,
-            peers=self.settings.mcs_peers,
-            config=self.config,
-            lease_namespace=self.settings.resolved_lease_namespace(),
-            lease_prefix=self.settings.lease_name,
-            lease_label=f"{self.settings.annotation_prefix}/mcs-peer",
-            peer_timeout=self.settings.mcs_peer_timeout,
-            namespaces=self.settings.namespaces,
-            metrics=self.metrics.multicluster,
-            writer=syncer.writer,
-            budget=syncer.budget,
-            tracker=syncer.tracker,
-            recorder=EventRecorder(
-                api_client,
-                component=MULTICLUSTER_EVENT_COMPONENT,
-                instance=self.identity,
-                budget=syncer.budget,
-                fence=self._fence,
-            ),
-        )
-        owners.others[SERVICE_IMPORT.kind] = self.multicluster.syncer
-        self._spawn(self.multicluster.watch())
-
     def _multicluster(self, syncer: ServiceSyncer) -> set[asyncio.Task[None]]:
         """The multi-cluster controller's leading part for this term (or nothing)."""
         if self.multicluster is None:
             return set()
-        self.multicluster.syncer.tracker = syncer.tracker  # this term's (see start_term)
+        self.multicluster.syncer.tracker = syncer.writes.tracker  # this term's (see start_term)
         return {asyncio.create_task(self.multicluster.lead(), name="multicluster")}
 
     # -- health -----------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from .desired import (
     desired_from_service_pods,
 )
 from .endpoints import Endpoint, endpoint_from_dict
+from .hints.topology import TopologyCache
 from .labels import (
     ANNOTATION_TOPOLOGY_AWARE_HINTS,
     ANNOTATION_TOPOLOGY_MODE,
@@ -38,7 +39,6 @@ from .labels import (
     format_trigger_time,
     labels_from_service,
 )
-from .metrics_cache import EfficiencyInfo
 from .mirroring import (
     MIRRORING_CONTROLLER_NAME,
     MirroredEndpoints,
@@ -50,7 +50,7 @@ from .mirroring import (
 )
 from .plan import AddressTypeMetrics, Plan, PlanEvent
 from .planner import Reconciler
-from .records import PodRecord, as_pod_record, pod_record
+from .records import SHARED_RECORD_CACHE, PodRecord, PodRecordCache, as_pod_record, pod_record
 from .service import plan_service
 from .slices import SliceParseCache
 from .sources import (
@@ -61,7 +61,9 @@ from .sources import (
     LeftOut,
     MultusNetwork,
 )
-from .topology import TopologyCache
+from .tracking.metrics_cache import EfficiencyInfo, MetricsCache
+from .tracking.tracker import EndpointSliceTracker, StaleInformerCache
+from .tracking.trigger_time import TriggerTimeTracker
 
 __all__ = [
     "ANNOTATION_OVER_CAPACITY",
@@ -75,6 +77,7 @@ __all__ = [
     "LABEL_TOPOLOGY_ZONE",
     "LAST_CHANGE_TRIGGER_TIME",
     "MIRRORING_CONTROLLER_NAME",
+    "SHARED_RECORD_CACHE",
     "UPSTREAM_CONTROLLER_NAME",
     "AddressSource",
     "AddressTypeMetrics",
@@ -86,18 +89,23 @@ __all__ = [
     "EfficiencyInfo",
     "Endpoint",
     "EndpointGroup",
+    "EndpointSliceTracker",
     "EndpointsPlan",
     "LabelsFunc",
     "LeftOut",
+    "MetricsCache",
     "MirroredEndpoints",
     "MultusNetwork",
     "Plan",
     "PlanEvent",
     "PodRecord",
+    "PodRecordCache",
     "Reconciler",
     "ReconcilerConfig",
     "SliceParseCache",
+    "StaleInformerCache",
     "TopologyCache",
+    "TriggerTimeTracker",
     "address_types_for_service",
     "as_pod_record",
     "compact_slice",

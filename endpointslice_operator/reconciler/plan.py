@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .metrics_cache import EfficiencyInfo
+from .tracking.metrics_cache import EfficiencyInfo
 
 __all__ = ["AddressTypeMetrics", "Plan", "PlanEvent"]
 

@@ -20,13 +20,13 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from . import trafficdist
 from .config import ReconcilerConfig
 from .desired import DesiredEndpoints, EndpointGroup
 from .endpoints import Endpoint, EndpointKey
+from .hints import trafficdist
+from .hints.topology import SliceInfo, TopologyCache, hints_enabled, remove_hints_from_slices
 from .labels import LAST_CHANGE_TRIGGER_TIME, LabelsFunc, format_trigger_time
 from .labels import labels_from_service as _labels_from_service
-from .metrics_cache import EfficiencyInfo
 from .plan import AddressTypeMetrics, Plan, PlanEvent
 from .ports import PortKey, port_key_text
 from .slices import (
@@ -40,7 +40,7 @@ from .slices import (
     placeholder_equal,
     service_controller_key,
 )
-from .topology import SliceInfo, TopologyCache, hints_enabled, remove_hints_from_slices
+from .tracking.metrics_cache import EfficiencyInfo
 
 __all__ = ["Reconciler"]
 

@@ -9,12 +9,12 @@ from typing import Any
 
 from .config import ReconcilerConfig
 from .desired import NodesArg, desired_from_service_pods
+from .hints.topology import TopologyCache
 from .labels import labels_from_service
 from .plan import Plan
 from .planner import Reconciler
 from .records import PodRecord
 from .sources import AddressSource
-from .topology import TopologyCache
 
 __all__ = ["plan_service"]
 

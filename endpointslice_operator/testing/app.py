@@ -9,14 +9,14 @@ import json
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import yaml
 from aiohttp import web
 
 from endpointslice_operator.testing import eventsview, protobuf, resources, scale, tables
 from endpointslice_operator.testing.errors import ApiError, Cause, bad_request, expired
-from endpointslice_operator.testing.faults import FaultInjector
+from endpointslice_operator.testing.faults import FaultConfig, FaultInjector
 from endpointslice_operator.testing.list_options import check_list_options
 from endpointslice_operator.testing.patch import apply_patch
 from endpointslice_operator.testing.query import int_param
@@ -37,9 +37,6 @@ from endpointslice_operator.testing.watch import (
     encode,
     error_line,
 )
-
-if TYPE_CHECKING:
-    from endpointslice_operator.testing.server import Emulator
 
 logger = logging.getLogger(__name__)
 
@@ -125,10 +122,23 @@ def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
         raise bad_request("continue key is not valid: incorrect encoded start resourceVersion")
 
 
+class Served(Protocol):
+    """What the HTTP face reads of the emulator it serves (:class:`~.server.Emulator`), so that
+    the two modules do not import each other."""
+
+    store: Store
+    requests: RequestLog
+    injector: FaultInjector
+    bookmark_interval: float
+
+    @property
+    def faults(self) -> FaultConfig: ...
+
+
 class ApiApp:
     """Routes requests to the store; one instance per emulator."""
 
-    def __init__(self, emulator: Emulator) -> None:
+    def __init__(self, emulator: Served) -> None:
         self.emulator = emulator
         self.store: Store = emulator.store
         self.log: RequestLog = emulator.requests

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from endpointslice_operator.testing.errors import ApiError
-from endpointslice_operator.testing.validation import label_key_errors, label_value_errors
+from endpointslice_operator.testing.names import label_key_errors, label_value_errors
 
 JSON = dict[str, Any]
 

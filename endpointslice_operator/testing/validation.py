@@ -14,15 +14,21 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from endpointslice_operator.testing.errors import Cause
+from endpointslice_operator.testing.names import (
+    CACHE_SIZE,
+    NAME_RULES,
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
+    dns1123_subdomain_messages,
+    label_value_errors,
+    label_value_messages,
+    qualified_name_errors,
+    qualified_name_messages,
+)
 
 JSON = dict[str, Any]
 
-DNS1123_LABEL_MAX = 63
-DNS1123_SUBDOMAIN_MAX = 253
-LABEL_VALUE_MAX = 63
-QUALIFIED_NAME_MAX = 63
 TOTAL_ANNOTATION_SIZE = 256 * 1024
-CACHE_SIZE = 65536  # names and label values repeat a lot; their checks are pure
 
 MAX_ENDPOINTS = 1000
 MAX_ADDRESSES = 100
@@ -33,142 +39,7 @@ MAX_TOPOLOGY_LABELS = 16
 ADDRESS_TYPES = ("FQDN", "IPv4", "IPv6")
 PROTOCOLS = ("SCTP", "TCP", "UDP")
 
-_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_SUBDOMAIN_FMT = _LABEL_FMT + r"(\." + _LABEL_FMT + ")*"
-_DNS1035_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_QUALIFIED_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_VALUE_FMT = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
-
 _IANA_SVC_NAME_RE = re.compile(r"^(?=.{1,15}$)(?=.*[a-z])[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_RE = re.compile(f"^{_LABEL_FMT}$")
-_SUBDOMAIN_RE = re.compile(f"^{_SUBDOMAIN_FMT}$")
-_DNS1035_RE = re.compile(f"^{_DNS1035_FMT}$")
-_QUALIFIED_RE = re.compile(f"^{_QUALIFIED_FMT}$")
-_LABEL_VALUE_RE = re.compile(f"^{_LABEL_VALUE_FMT}$")
-
-
-def _max_len(limit: int) -> str:
-    return f"must be no more than {limit} characters"
-
-
-def dns1123_label_errors(value: str) -> list[str]:
-    return list(_dns1123_label_errors(value))
-
-
-@functools.lru_cache(maxsize=CACHE_SIZE)
-def _dns1123_label_errors(value: str) -> tuple[str, ...]:
-    errors = []
-    if len(value) > DNS1123_LABEL_MAX:
-        errors.append(_max_len(DNS1123_LABEL_MAX))
-    if not _LABEL_RE.match(value):
-        errors.append(
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
-            "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
-            f"'123-abc', regex used for validation is '{_LABEL_FMT}')"
-        )
-    return tuple(errors)
-
-
-def dns1123_subdomain_errors(value: str) -> list[str]:
-    return list(_dns1123_subdomain_errors(value))
-
-
-@functools.lru_cache(maxsize=CACHE_SIZE)
-def _dns1123_subdomain_errors(value: str) -> tuple[str, ...]:
-    errors = []
-    if len(value) > DNS1123_SUBDOMAIN_MAX:
-        errors.append(_max_len(DNS1123_SUBDOMAIN_MAX))
-    if not _SUBDOMAIN_RE.match(value):
-        errors.append(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-            "'-' or '.', and must start and end with an alphanumeric character (e.g. "
-            f"'example.com', regex used for validation is '{_SUBDOMAIN_FMT}')"
-        )
-    return tuple(errors)
-
-
-def dns1035_label_errors(value: str) -> list[str]:
-    return list(_dns1035_label_errors(value))
-
-
-@functools.lru_cache(maxsize=CACHE_SIZE)
-def _dns1035_label_errors(value: str) -> tuple[str, ...]:
-    errors = []
-    if len(value) > DNS1123_LABEL_MAX:
-        errors.append(_max_len(DNS1123_LABEL_MAX))
-    if not _DNS1035_RE.match(value):
-        errors.append(
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
-            "with an alphabetic character, and end with an alphanumeric character (e.g. "
-            f"'my-name',  or 'abc-123', regex used for validation is '{_DNS1035_FMT}')"
-        )
-    return tuple(errors)
-
-
-NAME_RULES: dict[str, Callable[[str], list[str]]] = {
-    "subdomain": dns1123_subdomain_errors,
-    "label": dns1123_label_errors,
-    "dns1035": dns1035_label_errors,
-}
-
-
-def qualified_name_errors(value: str) -> list[str]:
-    return list(_qualified_name_errors(value))
-
-
-@functools.lru_cache(maxsize=CACHE_SIZE)
-def _qualified_name_errors(value: str) -> tuple[str, ...]:
-    """IsQualifiedName: an optional DNS-subdomain prefix, a slash, and a name part."""
-    errors: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errors.append("prefix part must be non-empty")
-        else:
-            errors.extend("prefix part " + msg for msg in _dns1123_subdomain_errors(prefix))
-    else:
-        return (
-            "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must "
-            "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
-            f"'123-abc', regex used for validation is '{_QUALIFIED_FMT}') with an optional DNS "
-            "subdomain prefix and '/' (e.g. 'example.com/MyName')",
-        )
-    if not name:
-        errors.append("name part must be non-empty")
-    elif len(name) > QUALIFIED_NAME_MAX:
-        errors.append("name part " + _max_len(QUALIFIED_NAME_MAX))
-    if name and not _QUALIFIED_RE.match(name):
-        errors.append(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
-            "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
-            f"'123-abc', regex used for validation is '{_QUALIFIED_FMT}')"
-        )
-    return tuple(errors)
-
-
-def label_key_errors(key: str) -> list[str]:
-    return qualified_name_errors(key)
-
-
-def label_value_errors(value: str) -> list[str]:
-    return list(_label_value_errors(value))
-
-
-@functools.lru_cache(maxsize=CACHE_SIZE)
-def _label_value_errors(value: str) -> tuple[str, ...]:
-    errors = []
-    if len(value) > LABEL_VALUE_MAX:
-        errors.append(_max_len(LABEL_VALUE_MAX))
-    if not _LABEL_VALUE_RE.match(value):
-        errors.append(
-            "a valid label must be an empty string or consist of alphanumeric characters, '-', "
-            "'_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  "
-            f"or 'my_value',  or '12345', regex used for validation is '{_LABEL_VALUE_FMT}')"
-        )
-    return tuple(errors)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,13 +104,13 @@ def validate_labels(labels: Any, path: str) -> list[Cause]:
     for key, value in labels.items():
         # The cached tuples, asked directly: a valid label (nearly all of them) costs two
         # cache hits, with no list or generator built for it.
-        key_errors = _qualified_name_errors(key)
+        key_errors = qualified_name_messages(key)
         if key_errors:
             causes.extend(invalid_value(path, key, msg) for msg in key_errors)
         if not isinstance(value, str):
             causes.append(invalid_value(f"{path}[{key}]", value, "must be a string"))
             continue
-        value_errors = _label_value_errors(value)
+        value_errors = label_value_messages(value)
         if value_errors:
             causes.extend(invalid_value(f"{path}[{key}]", value, msg) for msg in value_errors)
     return causes
@@ -541,7 +412,7 @@ def _validate_endpoints(
                 causes.extend(_fqdn_errors(f"endpoints[{i}].addresses[{j}]", address))
         node_name = endpoint.get("nodeName")
         if node_name is not None and (
-            type(node_name) is not str or _dns1123_subdomain_errors(node_name)
+            type(node_name) is not str or dns1123_subdomain_messages(node_name)
         ):
             causes.extend(
                 invalid_value(f"endpoints[{i}].nodeName", node_name, msg)

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from endpointslice_operator.controller.selectors import Selector
+from endpointslice_operator.controller.cache.selectors import Selector
 from endpointslice_operator.reconciler.labels import LABEL_SERVICE_NAME
 from endpointslice_operator.view.model import (
     LABEL_ENDPOINT_SELECTOR_NAME,

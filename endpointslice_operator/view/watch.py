@@ -1,7 +1,7 @@
 """Watching the view: :func:`watch_endpoints` (async) and :func:`list_endpoints` (a snapshot).
 
 Services and EndpointSlices are listed and watched with the operator's own
-:class:`~endpointslice_operator.controller.list_watch.ListWatcher`: paginated listings,
+:class:`~endpointslice_operator.controller.watch.list_watch.ListWatcher`: paginated listings,
 watches resumed from the last resourceVersion, a new listing after ``410 Gone`` or
 ``ResourceVersionTooLarge``. A listing also tells what was deleted while no watch ran: an
 object the view holds that a completed listing (of its namespace scope) did not show is
@@ -22,11 +22,11 @@ from typing import Any, Literal, overload
 
 from kubernetes_asyncio.client import ApiClient
 
-from endpointslice_operator.controller.api_client import OperatorApiClient, resolve_env_proxy
-from endpointslice_operator.controller.cluster_config import load_client_configuration
-from endpointslice_operator.controller.list_watch import ListWatcher
-from endpointslice_operator.controller.selectors import Selector, parse_selector
-from endpointslice_operator.controller.writer import ApiError
+from endpointslice_operator.controller.api.client import OperatorApiClient, resolve_env_proxy
+from endpointslice_operator.controller.api.cluster_config import load_client_configuration
+from endpointslice_operator.controller.api.errors import ApiError
+from endpointslice_operator.controller.cache.selectors import Selector, parse_selector
+from endpointslice_operator.controller.watch.list_watch import ListWatcher
 from endpointslice_operator.reconciler.mcs import MCS_API_VERSION
 from endpointslice_operator.settings import load_settings
 from endpointslice_operator.view.merge import EndpointView, Gatherer, ServiceFilter
@@ -155,7 +155,7 @@ def service_filter(
     annotation_prefix: str = DEFAULT_ANNOTATION_PREFIX,
 ) -> ServiceFilter:
     """The :class:`~.merge.ServiceFilter` for :func:`watch_endpoints`'s arguments (a selector
-    string is parsed: :class:`~endpointslice_operator.controller.selectors.SelectorError`)."""
+    string is parsed: :class:`~endpointslice_operator.controller.cache.selectors.SelectorError`)."""
     names = [services] if isinstance(services, str) else services
     return ServiceFilter(
         namespace=namespace,

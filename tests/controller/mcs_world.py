@@ -14,14 +14,14 @@ from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from prometheus_client import CollectorRegistry
 
-from endpointslice_operator.controller.events import EventRecorder
 from endpointslice_operator.controller.mcs.cache import ClusterCache, Key, LocalCache
 from endpointslice_operator.controller.mcs.clusters import LeaseBook, Peer
 from endpointslice_operator.controller.mcs.imports import ImportSyncer
+from endpointslice_operator.controller.sync.events import EventRecorder
 from endpointslice_operator.metrics import MulticlusterMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
 from endpointslice_operator.reconciler.mcs import derived_service_name
-from endpointslice_operator.reconciler.tracker import EndpointSliceTracker
+from endpointslice_operator.reconciler.tracking.tracker import EndpointSliceTracker
 from endpointslice_operator.testing import Emulator, run_emulator
 
 ME = "endpointslice-operator.io"

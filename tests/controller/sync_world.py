@@ -11,10 +11,11 @@ from typing import Any
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from endpointslice_operator.controller.events import EventRecorder
-from endpointslice_operator.controller.indexes import Indexes
-from endpointslice_operator.controller.sync import ServiceSyncer
-from endpointslice_operator.controller.writer import SliceWriter
+from endpointslice_operator.controller.api.writer import SliceWriter
+from endpointslice_operator.controller.cache.indexes import Indexes
+from endpointslice_operator.controller.sync.apply import SliceWrites
+from endpointslice_operator.controller.sync.events import EventRecorder
+from endpointslice_operator.controller.sync.service import ServiceSyncer
 from endpointslice_operator.metrics import OperatorMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
 from endpointslice_operator.reconciler.records import pod_record
@@ -48,12 +49,19 @@ class SyncWorld:
         self.indexes = Indexes(
             enabled_annotation=f"{ME}/enabled", selector_annotation=f"{ME}/selector", managed_by=ME
         )
+        recorder = EventRecorder(api)
+        config = ReconcilerConfig(controller_name=ME)
         self.services = ServiceSyncer(
             indexes=self.indexes,
-            writer=SliceWriter(api),
-            recorder=EventRecorder(api),
+            writes=SliceWrites(
+                writer=SliceWriter(api),
+                recorder=recorder,
+                metrics=self.metrics,
+                max_endpoints_per_slice=config.max_endpoints_per_slice,
+            ),
+            recorder=recorder,
             metrics=self.metrics,
-            config=ReconcilerConfig(controller_name=ME),
+            config=config,
             topology=None,
         )
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from endpointslice_operator import demo
-from endpointslice_operator.controller import main as run_command
+from endpointslice_operator.commands import demo
+from endpointslice_operator.commands import run as run_command
 from endpointslice_operator.testing import run_emulator
 from tests.e2e.harness import (
     NS,

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from endpointslice_operator.controller.owners.endpoint_selector_status import STATUS_INTERVAL
-from endpointslice_operator.controller.relist import COUNT_INTERVAL, RELIST_QUIET_PERIOD
+from endpointslice_operator.controller.endpoint_selector.status import STATUS_INTERVAL
+from endpointslice_operator.controller.watch.relist import COUNT_INTERVAL, RELIST_QUIET_PERIOD
 from endpointslice_operator.testing import run_emulator
 from tests.e2e.harness import (
     LABEL_MANAGED_BY,

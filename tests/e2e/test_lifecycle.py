@@ -70,7 +70,7 @@ async def test_service_deletion_leaves_cleanup_to_the_garbage_collector() -> Non
             await settle(op)
             assert writes(emu)["delete"] == 0  # we never deleted them ourselves
             assert op.syncer is not None
-            assert op.syncer.tracker.generations(NS, "web") is None
+            assert op.syncer.writes.tracker.generations(NS, "web") is None
 
 
 async def test_foreign_slices_are_untouched_and_conflicts_reported_once() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from endpointslice_operator.controller.summary import SUMMARY_INTERVAL, Activity, describe
+from endpointslice_operator.controller.runtime.summary import SUMMARY_INTERVAL, Activity, describe
 from endpointslice_operator.logging_setup import configure_logging
 from endpointslice_operator.metrics import OperatorMetrics
 from endpointslice_operator.testing import run_emulator

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from endpointslice_operator.controller.claim_watch import RETRY_MAX
+from endpointslice_operator.controller.watch.claim_watch import RETRY_MAX
 from endpointslice_operator.testing import Emulator, run_emulator
 from tests.e2e.harness import (
     NS,

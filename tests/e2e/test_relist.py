@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from endpointslice_operator.controller.relist import COUNT_INTERVAL, RELIST_QUIET_PERIOD
+from endpointslice_operator.controller.watch.relist import COUNT_INTERVAL, RELIST_QUIET_PERIOD
 from endpointslice_operator.testing import run_emulator
 from tests.e2e.harness import NS, addresses, cluster, eventually, pod, running_operator, service
 from tests.e2e.watch_gap import miss_deletions

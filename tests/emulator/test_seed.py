@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from endpointslice_operator.commands.emulator import build_parser, serve
 from endpointslice_operator.testing import Emulator
-from endpointslice_operator.testing.cli import build_parser, serve
 from endpointslice_operator.testing.seed import load_manifests
 
 SNAPSHOT = """\

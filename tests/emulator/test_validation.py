@@ -11,14 +11,14 @@ import pytest
 from endpointslice_operator.testing import Emulator
 from endpointslice_operator.testing.defaults import ip_family
 from endpointslice_operator.testing.errors import ApiError
-from endpointslice_operator.testing.validation import (
+from endpointslice_operator.testing.names import (
     dns1035_label_errors,
     dns1123_label_errors,
     dns1123_subdomain_errors,
-    ip_address_error,
     label_value_errors,
     qualified_name_errors,
 )
+from endpointslice_operator.testing.validation import ip_address_error
 from endpointslice_operator.testing.watch import decode
 from tests.emulator.conftest import SLICES, Client, endpoint_slice, pod
 

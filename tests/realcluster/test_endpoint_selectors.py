@@ -15,7 +15,7 @@ import yaml
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from endpointslice_operator.controller.relist import Relisting
+from endpointslice_operator.controller.watch.relist import Relisting
 from tests.realcluster import objects as o
 from tests.realcluster.kube import (
     JSON,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from endpointslice_operator.plan_cli import main
+from endpointslice_operator.commands.plan import main
 from endpointslice_operator.testing.controlplane import ControlPlane
 from tests.realcluster import objects as o
 from tests.realcluster.kube import Kube, eventually

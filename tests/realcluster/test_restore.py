@@ -36,8 +36,8 @@ from typing import Any
 
 import pytest
 
-from endpointslice_operator.controller.api_client import OperatorApiClient
-from endpointslice_operator.controller.list_watch import ListWatcher
+from endpointslice_operator.controller.api.client import OperatorApiClient
+from endpointslice_operator.controller.watch.list_watch import ListWatcher
 from endpointslice_operator.testing.controlplane import ControlPlane
 from tests.realcluster import objects as o
 from tests.realcluster.conftest import assets_dir

@@ -16,9 +16,9 @@ import yaml
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import Configuration
 
-from endpointslice_operator.controller.api_client import OperatorApiClient, resolve_env_proxy
-from endpointslice_operator.controller.endpoints_writer import EndpointsWriter
-from endpointslice_operator.controller.writer import ApiError, SliceWriter
+from endpointslice_operator.controller.api.client import OperatorApiClient, resolve_env_proxy
+from endpointslice_operator.controller.api.errors import ApiError
+from endpointslice_operator.controller.api.writer import EndpointsWriter, SliceWriter
 from tests.realcluster.conftest import Cluster
 from tests.realcluster.kube import LABEL_MANAGED_BY, LABEL_SERVICE_NAME, OURS
 

@@ -24,9 +24,9 @@ from endpointslice_operator.reconciler import (
     desired_from_service_pods,
     labels_from_service,
 )
-from endpointslice_operator.reconciler.metrics_cache import MetricsCache
-from endpointslice_operator.reconciler.topology import TopologyCache
-from endpointslice_operator.reconciler.tracker import EndpointSliceTracker
+from endpointslice_operator.reconciler.hints.topology import TopologyCache
+from endpointslice_operator.reconciler.tracking.metrics_cache import MetricsCache
+from endpointslice_operator.reconciler.tracking.tracker import EndpointSliceTracker
 
 CONTROLLER_NAME = "endpointslice-controller.k8s.io"
 Json = dict[str, Any]

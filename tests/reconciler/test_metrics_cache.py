@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from endpointslice_operator.reconciler.metrics_cache import (
+from endpointslice_operator.reconciler.tracking.metrics_cache import (
     EfficiencyInfo,
     MetricsCache,
     num_desired_slices,

@@ -10,19 +10,19 @@ from typing import Any
 
 import pytest
 
-from endpointslice_operator.reconciler.plan import PlanEvent
-from endpointslice_operator.reconciler.topology import (
+from endpointslice_operator.reconciler.hints.topology import (
     ANNOTATION_TOPOLOGY_AWARE_HINTS as HINTS,
 )
-from endpointslice_operator.reconciler.topology import (
+from endpointslice_operator.reconciler.hints.topology import (
     ANNOTATION_TOPOLOGY_MODE as MODE,
 )
-from endpointslice_operator.reconciler.topology import (
+from endpointslice_operator.reconciler.hints.topology import (
     SliceInfo,
     TopologyCache,
     cpu_millicores,
     hints_enabled,
 )
+from endpointslice_operator.reconciler.plan import PlanEvent
 
 SVC = "ns/svc"
 

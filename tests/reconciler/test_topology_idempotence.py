@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from endpointslice_operator.reconciler import Plan, ReconcilerConfig, plan_service
-from endpointslice_operator.reconciler.topology import SliceInfo, TopologyCache
+from endpointslice_operator.reconciler.hints.topology import SliceInfo, TopologyCache
 from tests.reconciler.harness import FakeClient
 
 Json = dict[str, Any]

@@ -9,8 +9,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from endpointslice_operator.reconciler.topology import SliceInfo, TopologyCache, endpoint_ready
-from endpointslice_operator.reconciler.trafficdist import (
+from endpointslice_operator.reconciler.hints.topology import (
+    SliceInfo,
+    TopologyCache,
+    endpoint_ready,
+)
+from endpointslice_operator.reconciler.hints.trafficdist import (
     PREFER_CLOSE,
     PREFER_SAME_NODE,
     PREFER_SAME_ZONE,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from endpointslice_operator.reconciler.topology import Allocation, SliceInfo
+from endpointslice_operator.reconciler.hints.topology import Allocation, SliceInfo
 
 
 def slice_with_n_endpoints(ready: int, unready: int) -> dict[str, Any]:

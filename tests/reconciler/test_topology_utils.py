@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from endpointslice_operator.reconciler.topology import (
+from endpointslice_operator.reconciler.hints.topology import (
     Allocation,
     SliceInfo,
     giving_and_receiving_zones,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from endpointslice_operator.reconciler.tracker import (
+from endpointslice_operator.reconciler.tracking.tracker import (
     DELETION_EXPECTED,
     STALE_INFORMER_CACHE_MESSAGE,
     EndpointSliceTracker,

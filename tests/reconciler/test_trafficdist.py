@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from endpointslice_operator.reconciler.trafficdist import (
+from endpointslice_operator.reconciler.hints.trafficdist import (
     PREFER_CLOSE,
     PREFER_SAME_NODE,
     PREFER_SAME_ZONE,

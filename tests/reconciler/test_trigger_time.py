@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from endpointslice_operator.reconciler.trigger_time import (
+from endpointslice_operator.reconciler.tracking.trigger_time import (
     TriggerTimeTracker,
     parse_time,
     pod_ready_time,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from endpointslice_operator.controller.handlers import EventRouter
-from endpointslice_operator.controller.indexes import Indexes
-from endpointslice_operator.reconciler.tracker import EndpointSliceTracker
+from endpointslice_operator.controller.cache.indexes import Indexes
+from endpointslice_operator.controller.watch.router import EventRouter
+from endpointslice_operator.reconciler.tracking.tracker import EndpointSliceTracker
 from tests.reliability.invariants import ENABLED, LABEL_MANAGED_BY, MANAGED_BY, SELECTOR
 
 

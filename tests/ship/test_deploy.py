@@ -9,7 +9,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from endpointslice_operator.controller.optin import SelectorSource, Status, evaluate
+from endpointslice_operator.controller.cache.optin import SelectorSource, Status, evaluate
 from endpointslice_operator.settings import Settings
 from scripts import render_manifests
 from scripts.render_manifests import (

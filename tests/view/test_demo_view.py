@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from endpointslice_operator import demo
+from endpointslice_operator.commands import demo
 
 
 def test_the_demo_shows_the_view_of_the_ready_endpoints(capsys: pytest.CaptureFixture[str]) -> None:

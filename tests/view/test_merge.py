@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from endpointslice_operator.controller.selectors import parse_selector
+from endpointslice_operator.controller.cache.selectors import parse_selector
 from endpointslice_operator.view import (
     Change,
     Endpoint,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from endpointslice_operator.plan_cli import main
-from tests.test_plan_cli import as_existing, node, pod, service, write, writes
+from endpointslice_operator.commands.plan import main
+from tests.commands.test_plan import as_existing, node, pod, service, write, writes
 from tests.view.objects import KCM, endpoint, endpoint_slice
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from endpointslice_operator.controller.selectors import parse_selector
-from endpointslice_operator.controller.writer import ApiError
+from endpointslice_operator.controller.api.errors import ApiError
+from endpointslice_operator.controller.cache.selectors import parse_selector
 from endpointslice_operator.view.merge import EndpointView
 from endpointslice_operator.view.model import Change
 from endpointslice_operator.view.watch import (

@@ -18,11 +18,11 @@ from pathlib import Path
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from endpointslice_operator.controller.api_client import OperatorApiClient, resolve_env_proxy
-from endpointslice_operator.controller.direct_requests import DirectRequests, path_segment
-from endpointslice_operator.controller.list_watch import ListWatcher
+from endpointslice_operator.controller.api.client import OperatorApiClient, resolve_env_proxy
+from endpointslice_operator.controller.api.direct_requests import DirectRequests, path_segment
+from endpointslice_operator.controller.api.errors import ApiError, raise_for_status
 from endpointslice_operator.controller.mcs.cache import ClusterCache
-from endpointslice_operator.controller.writer import ApiError, raise_for_status
+from endpointslice_operator.controller.watch.list_watch import ListWatcher
 from endpointslice_operator.reconciler.mcs import ABOUT_API_VERSION, MCS_API_VERSION
 
 __all__ = ["API_TIMEOUT", "LeaseBook", "Peer", "watch_cluster"]

@@ -2,7 +2,7 @@
 the import keys (``serviceimport:namespace/name``) it queues into the operator's one work queue.
 
 It runs while this replica leads (its writes are the leader's). It has no queue of its own:
-ServiceImport is an owner kind (:data:`~endpointslice_operator.controller.owners.
+ServiceImport is an owner kind (:data:`~endpointslice_operator.controller.cache.owner_kinds.
 SERVICE_IMPORT`), and its :class:`~.imports.ImportSyncer` is that kind's syncer, so import keys
 get the same workers, per-key backoff, retry budget, write budget and workqueue metrics
 (``name="endpoint_slice"``) as Service keys, and the same planner for the slices. Once this
@@ -22,8 +22,8 @@ from pathlib import Path
 
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from endpointslice_operator.controller.budget import WriteBudget
-from endpointslice_operator.controller.events import EventRecorder
+from endpointslice_operator.controller.api.writer import SliceWriter
+from endpointslice_operator.controller.cache.owner_kinds import SERVICE_IMPORT
 from endpointslice_operator.controller.mcs.cache import ClusterCache, Key, LocalCache
 from endpointslice_operator.controller.mcs.clusters import LeaseBook, Peer, watch_cluster
 from endpointslice_operator.controller.mcs.imports import ImportSyncer
@@ -31,12 +31,12 @@ from endpointslice_operator.controller.mcs.kopf_handlers import (
     KOPF_KINDS,
     serve_exports_and_imports,
 )
-from endpointslice_operator.controller.owners import SERVICE_IMPORT
-from endpointslice_operator.controller.writer import SliceWriter
+from endpointslice_operator.controller.sync.events import EventRecorder
+from endpointslice_operator.controller.work.budget import WriteBudget
 from endpointslice_operator.metrics import MulticlusterMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
 from endpointslice_operator.reconciler.mcs import LABEL_SOURCE_CLUSTER
-from endpointslice_operator.reconciler.tracker import EndpointSliceTracker
+from endpointslice_operator.reconciler.tracking.tracker import EndpointSliceTracker
 
 __all__ = ["MulticlusterController"]
 

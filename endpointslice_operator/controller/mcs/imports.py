@@ -2,12 +2,12 @@
 source cluster, and the status of this cluster's ServiceExport.
 
 :class:`ImportSyncer` is the owner syncer of the ``ServiceImport`` kind (see
-:mod:`endpointslice_operator.controller.owners`): its keys (``serviceimport:namespace/name``)
-go through the operator's one work queue, with the same workers, per-key backoff, retry budget
-and workqueue metrics as every other key, and its writes take tokens from the same write budget
-and pass the same write fence. The slices it writes are recorded in the same tracker, so the
-echo of its own write queues nothing, while a change or deletion by anyone else queues the
-import key again.
+:mod:`endpointslice_operator.controller.cache.owner_kinds`): its keys
+(``serviceimport:namespace/name``) go through the operator's one work queue, with the same workers,
+per-key backoff, retry budget and workqueue metrics as every other key, and its writes take tokens
+from the same write budget and pass the same write fence. The slices it writes are recorded in the
+same tracker, so the echo of its own write queues nothing, while a change or deletion by anyone else
+queues the import key again.
 
 Which clusters count. This cluster always does. A peer counts with what its cache holds while
 its Lease in this cluster is fresh and its listings are in ("live", even if it stopped
@@ -32,16 +32,13 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
-from endpointslice_operator.controller.budget import WriteBudget
-from endpointslice_operator.controller.events import NORMAL, WARNING, EventRecorder
+from endpointslice_operator.controller.api.errors import ApiError
+from endpointslice_operator.controller.api.writer import ObjectWriter, SliceWriter
+from endpointslice_operator.controller.cache.owner_kinds import SERVICE_IMPORT, split_owner_key
 from endpointslice_operator.controller.mcs.cache import ClusterCache, Key, LocalCache
 from endpointslice_operator.controller.mcs.clusters import API_TIMEOUT, LeaseBook, Peer
-from endpointslice_operator.controller.owners import SERVICE_IMPORT, split_owner_key
-from endpointslice_operator.controller.writer import (
-    ApiError,
-    ObjectWriter,
-    SliceWriter,
-)
+from endpointslice_operator.controller.sync.events import NORMAL, WARNING, EventRecorder
+from endpointslice_operator.controller.work.budget import WriteBudget, spend
 from endpointslice_operator.metrics import MulticlusterMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
 from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY
@@ -66,7 +63,7 @@ from endpointslice_operator.reconciler.mcs import (
     service_import,
     service_import_change,
 )
-from endpointslice_operator.reconciler.tracker import EndpointSliceTracker
+from endpointslice_operator.reconciler.tracking.tracker import EndpointSliceTracker
 
 __all__ = ["ImportSyncer", "MulticlusterSyncError"]
 
@@ -156,11 +153,6 @@ class ImportSyncer:
 
     def all_keys(self) -> list[str]:
         return sorted(self.keys()) if self.ready else []
-
-    async def _spend(self) -> None:
-        """One token of the write budget (if there is one) before each write."""
-        if self.budget is not None:
-            await self.budget.acquire()
 
     # -- which clusters count ---------------------------------------------------------------
 
@@ -290,7 +282,7 @@ class ImportSyncer:
         desired["metadata"]["labels"][LABEL_MANAGED_BY] = self.managed_by
         status = desired.pop("status")
         if current is None:
-            await self._spend()
+            await spend(self.budget)
             try:
                 written = await self._imports.create(desired)
             except ApiError as exc:
@@ -320,7 +312,7 @@ class ImportSyncer:
         return current
 
     async def _replace_import(self, key: Key, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        await self._spend()
+        await spend(self.budget)
         try:
             written = await self._imports.replace(body)
         except ApiError as exc:
@@ -333,7 +325,7 @@ class ImportSyncer:
         self, writer: ObjectWriter, body: Mapping[str, Any], what: str
     ) -> dict[str, Any]:
         """PUT of a ``status`` subresource (a budget token, the write fence)."""
-        await self._spend()
+        await spend(self.budget)
         try:
             async with asyncio.timeout(API_TIMEOUT):
                 written = await writer.replace_status(body)
@@ -364,12 +356,12 @@ class ImportSyncer:
             return current
         try:
             if change == "replace" and current is not None:
-                await self._spend()
+                await spend(self.budget)
                 await self._services.delete(current)
                 self.counts.add("services")
                 self.local.drop_service((key[0], name))
                 change = "create"
-            await self._spend()
+            await spend(self.budget)
             if change == "create":
                 written = await self._services.create(desired)
             else:
@@ -395,21 +387,21 @@ class ImportSyncer:
     ) -> None:
         try:
             for body in creates:
-                await self._spend()
+                await spend(self.budget)
                 async with asyncio.timeout(API_TIMEOUT):
                     written = await self._slices.create(body)
                 self.counts.add("endpointslices")
                 self._track(written)
                 self.local.put_imported(key, written)
             for body in updates:
-                await self._spend()
+                await spend(self.budget)
                 async with asyncio.timeout(API_TIMEOUT):
                     written = await self._slices.replace(body)
                 self.counts.add("endpointslices")
                 self._track(written)
                 self.local.put_imported(key, written)
             for body in deletes:
-                await self._spend()
+                await spend(self.budget)
                 async with asyncio.timeout(API_TIMEOUT):
                     await self._slices.delete(body)
                 self.counts.add("endpointslices")
@@ -441,12 +433,12 @@ class ImportSyncer:
         derived = self.local.services.get((key[0], derived_service_name(*key)))
         try:
             if derived is not None and owned_by_import(derived, uid):
-                await self._spend()
+                await spend(self.budget)
                 async with asyncio.timeout(API_TIMEOUT):
                     await self._services.delete(derived)
                 self.counts.add("services")
                 self.local.drop_service(_key_of(derived))
-            await self._spend()
+            await spend(self.budget)
             async with asyncio.timeout(API_TIMEOUT):
                 await self._imports.delete(current)
         except ApiError as exc:

@@ -2,7 +2,7 @@
 
 :func:`serve_exports_and_imports` waits until ``multicluster.x-k8s.io/v1beta1`` serves both
 kinds (discovery with a backoff, shared with EndpointSelectors:
-:func:`~endpointslice_operator.controller.kopf_serving.serve_with_kopf`), lists them once into
+:func:`~endpointslice_operator.controller.watch.kopf_serving.serve_with_kopf`), lists them once into
 the :class:`~.cache.LocalCache` (the listing counts toward the cache's ``complete``), then runs
 a Kopf instance whose ``on.event`` handlers feed every event to the cache, which queues the
 import key. The peers stay on list-watches (one Kopf instance watches one cluster).
@@ -23,9 +23,9 @@ from typing import Any
 import kopf
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from endpointslice_operator.controller.kopf_serving import serve_with_kopf
 from endpointslice_operator.controller.mcs.cache import Key, LocalCache
-from endpointslice_operator.controller.relist import Relisting
+from endpointslice_operator.controller.watch.kopf_serving import serve_with_kopf
+from endpointslice_operator.controller.watch.relist import Relisting
 from endpointslice_operator.reconciler.mcs import MCS_GROUP, MCS_VERSION
 
 __all__ = ["GROUP", "KOPF_KINDS", "relistings_of", "serve_exports_and_imports"]

@@ -1,0 +1,2 @@
+"""The sub-commands of `endpointslice-operator`, one module each with `main(argv)`
+(dispatched by `cli.py`)."""

@@ -1,0 +1,368 @@
+"""``endpointslice-operator cleanup``: delete the EndpointSlices (and Endpoints) the operator
+wrote.
+
+Uninstalling the operator leaves its slices behind: kube-proxy keeps routing to the endpoints
+they list, which go stale as pods come and go. This command deletes every EndpointSlice labelled
+``endpointslice.kubernetes.io/managed-by: <--managed-by>`` (in all namespaces, or the
+``--namespace`` ones), and nothing else: the label selector is the only way a slice is chosen,
+and each delete carries the slice's uid as a precondition. Run it after the operator is gone
+(``helm uninstall`` or ``kubectl delete -f deploy/``), or a running operator writes the slices
+again; the chart's optional post-delete hook does exactly that. The ``core/v1`` Endpoints
+objects the operator wrote (``--write-endpoints`` or the ``<prefix>/endpoints`` annotation) carry
+the same label and are deleted the same way, after the slices.
+
+Multi-Cluster Services: slices imported from other clusters (labelled
+``multicluster.kubernetes.io/source-cluster``) are left alone by default, as are the
+ServiceImports and derived Services of ours: they serve another cluster's endpoints, and a
+cluster that stops running this operator may still want them until the import side is taken
+over. ``--multicluster`` deletes them too: the imported slices, the derived Services (ours, and
+owned by a ServiceImport) and the ServiceImports labelled managed-by ours (in that order). Without
+it, the count of imported slices kept is reported.
+
+It takes ``--kubeconfig``, ``--managed-by``, ``--namespace``, ``--lease-name`` and
+``--lease-namespace`` like ``run`` (and their ``ENDPOINTSLICE_OPERATOR_*`` variables), plus
+``--dry-run`` to list without deleting. When the operator's leader-election Lease is held by a
+live holder (renewed within its duration), the operator is still running: a warning on standard
+error says that the slices will come back and names the holder (the deletion goes ahead).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.config import ConfigException
+
+from endpointslice_operator.controller.api.client import OperatorApiClient, resolve_env_proxy
+from endpointslice_operator.controller.api.cluster_config import (
+    NoClusterError,
+    find_cluster,
+    load_client_configuration,
+)
+from endpointslice_operator.controller.api.kinds import methods_of
+from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY
+from endpointslice_operator.reconciler.mcs import LABEL_SOURCE_CLUSTER, MCS_GROUP, MCS_VERSION
+from endpointslice_operator.settings import Settings, SettingsError, load_settings
+
+__all__ = ["cleanup", "cleanup_endpoints", "cleanup_imports", "count_imported", "main"]
+
+PROG = "endpointslice-operator cleanup"
+PAGE_SIZE = 500
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Delete the EndpointSlices managed by the operator (label "
+        f"{LABEL_MANAGED_BY}=<managed-by>), for example after uninstalling it. Slices managed "
+        "by anyone else are never touched.",
+    )
+    parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: as run)")
+    parser.add_argument(
+        "--managed-by",
+        metavar="NAME",
+        help="the operator's controller name (default: $ENDPOINTSLICE_OPERATOR_MANAGED_BY, "
+        "else endpointslice-operator.io)",
+    )
+    parser.add_argument(
+        "--namespace",
+        metavar="NAME",
+        action="append",
+        help="only this namespace (repeatable; default: all namespaces)",
+    )
+    parser.add_argument(
+        "--lease-name",
+        metavar="NAME",
+        help="the operator's leader-election Lease, to warn while it is held (default: as run)",
+    )
+    parser.add_argument(
+        "--lease-namespace",
+        metavar="NAME",
+        help="its namespace (default: $ENDPOINTSLICE_OPERATOR_LEASE_NAMESPACE, else every "
+        "namespace is searched for a Lease of that name)",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="list what would be deleted, delete nothing"
+    )
+    parser.add_argument(
+        "--multicluster",
+        action="store_true",
+        help="also delete the Multi-Cluster Services import side of ours: imported "
+        "EndpointSlices (label multicluster.kubernetes.io/source-cluster), derived Services and "
+        "ServiceImports (default: kept)",
+    )
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    argv: list[str] = []
+    if args.kubeconfig is not None:
+        argv += ["--kubeconfig", args.kubeconfig]
+    if args.managed_by is not None:
+        argv += ["--managed-by", args.managed_by]
+    for namespace in args.namespace or []:
+        argv += ["--namespace", namespace]
+    if args.lease_name is not None:
+        argv += ["--lease-name", args.lease_name]
+    if args.lease_namespace is not None:
+        argv += ["--lease-namespace", args.lease_namespace]
+    return load_settings(argv, os.environ)
+
+
+async def live_lease_holders(settings: Settings, now: datetime | None = None) -> list[str]:
+    """``<namespace>/<name> held by <holder>`` for each Lease named ``--lease-name`` (in
+    ``--lease-namespace``, else in any namespace) whose holder renewed it within its duration:
+    an operator that still runs. Nothing when the Lease cannot be read (it is only a warning)."""
+    now = now or datetime.now(UTC)
+    configuration = await load_client_configuration(settings)
+    async with client.ApiClient(configuration) as api_client:
+        api = client.CoordinationV1Api(api_client)
+        try:
+            if settings.lease_namespace:
+                leases = [
+                    await api.read_namespaced_lease(
+                        settings.lease_name, settings.lease_namespace, _request_timeout=10
+                    )
+                ]
+            else:
+                page = await api.list_lease_for_all_namespaces(
+                    field_selector=f"metadata.name={settings.lease_name}", _request_timeout=10
+                )
+                leases = list(page.items)
+        except (TimeoutError, ApiException, OSError):
+            return []
+    held: list[str] = []
+    for lease in leases:
+        spec = lease.spec
+        renewed = spec.renew_time if spec is not None else None
+        if spec is None or not spec.holder_identity or renewed is None:
+            continue
+        if renewed.tzinfo is None:
+            renewed = renewed.replace(tzinfo=UTC)
+        age = (now - renewed).total_seconds()
+        if age <= (spec.lease_duration_seconds or 15):
+            where = f"{lease.metadata.namespace}/{lease.metadata.name}"
+            held.append(f"{where} held by {spec.holder_identity} (renewed {age:.0f} s ago)")
+    return held
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """One kind the command deletes: its name in the output and its API calls."""
+
+    name: str
+    list_all: Callable[..., Awaitable[Any]]
+    list_namespaced: Callable[..., Awaitable[Any]]
+    delete: Callable[..., Awaitable[Any]]
+
+
+async def _list(kind: _Kind, namespace: str | None, selector: str) -> list[Any]:
+    found: list[Any] = []
+    token: str | None = None
+    while True:
+        kwargs: dict[str, Any] = {"label_selector": selector, "limit": PAGE_SIZE}
+        if token:
+            kwargs["_continue"] = token
+        if namespace is None:
+            page = await kind.list_all(**kwargs)
+        else:
+            page = await kind.list_namespaced(namespace, **kwargs)
+        found.extend(page.items)
+        token = page.metadata._continue
+        if not token:
+            return found
+
+
+async def _delete_labelled(
+    settings: Settings,
+    dry_run: bool,
+    kind_of: Callable[[client.ApiClient], _Kind],
+    *,
+    also: str = "",
+    keep: Callable[[Any], bool] = lambda _item: False,
+) -> int:
+    """Delete (or list) the objects of one kind labelled managed-by ours (and matching the
+    further label selector ``also``), except those ``keep`` keeps; how many."""
+    configuration = await load_client_configuration(settings)
+    selector = f"{LABEL_MANAGED_BY}={settings.managed_by}" + (f",{also}" if also else "")
+    count = 0
+    resolve_env_proxy(configuration)
+    async with OperatorApiClient(configuration, api_timeout=settings.api_timeout) as api_client:
+        kind = kind_of(api_client)
+        for namespace in settings.namespaces or (None,):
+            for item in await _list(kind, namespace, selector):
+                if keep(item):
+                    continue
+                meta = item.metadata
+                where = f"{meta.namespace}/{meta.name}"
+                if dry_run:
+                    sys.stdout.write(f"would delete {kind.name} {where}\n")
+                    count += 1
+                    continue
+                options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=meta.uid))
+                try:
+                    await kind.delete(meta.name, meta.namespace, body=options)
+                except ApiException as exc:
+                    if exc.status in (404, 409):  # gone already, or replaced meanwhile
+                        continue
+                    raise
+                sys.stdout.write(f"deleted {kind.name} {where}\n")
+                count += 1
+    return count
+
+
+def _builtin(kind: str, name: str) -> Callable[[client.ApiClient], _Kind]:
+    def kind_of(api_client: client.ApiClient) -> _Kind:
+        methods = methods_of(api_client, kind)
+        assert methods.namespaced is not None and methods.delete is not None
+        return _Kind(name, methods.everywhere, methods.namespaced, methods.delete)
+
+    return kind_of
+
+
+_slices = _builtin("endpointslices", "endpointslice")
+_endpoints = _builtin("endpoints", "endpoints")
+_services = _builtin("services", "service")
+
+
+def _service_imports(api_client: client.ApiClient) -> _Kind:
+    api = client.CustomObjectsApi(api_client)
+
+    async def list_all(**kwargs: Any) -> Any:
+        return _Page(await api.list_cluster_custom_object(*_MCS, **kwargs))
+
+    async def list_namespaced(namespace: str, **kwargs: Any) -> Any:
+        return _Page(
+            await api.list_namespaced_custom_object(*_MCS[:2], namespace, _MCS[2], **kwargs)
+        )
+
+    async def delete(name: str, namespace: str, body: Any) -> Any:
+        return await api.delete_namespaced_custom_object(
+            *_MCS[:2], namespace, _MCS[2], name, body=body
+        )
+
+    return _Kind("serviceimport", list_all, list_namespaced, delete)
+
+
+_MCS = (MCS_GROUP, MCS_VERSION, "serviceimports")
+
+
+class _Meta:
+    def __init__(self, metadata: Any) -> None:
+        self.namespace = metadata.get("namespace")
+        self.name = metadata.get("name")
+        self.uid = metadata.get("uid")
+        self._continue = metadata.get("continue")
+
+
+class _Item:
+    def __init__(self, body: Any) -> None:
+        self.metadata = _Meta(body.get("metadata") or {})
+
+
+class _Page:
+    """A custom-object listing (plain JSON) shaped as the typed listings :func:`_list` reads."""
+
+    def __init__(self, body: Any) -> None:
+        self.items = [_Item(item) for item in body.get("items") or ()]
+        self.metadata = _Meta(body.get("metadata") or {})
+
+
+def _not_derived(service: Any) -> bool:
+    """Keep a Service of ours unless a ServiceImport owns it (a derived Service)."""
+    refs = service.metadata.owner_references or ()
+    return not any(ref.kind == "ServiceImport" and ref.controller for ref in refs)
+
+
+async def cleanup(settings: Settings, *, dry_run: bool = False) -> int:
+    """Delete (or with ``dry_run`` only list) our slices, imported ones excepted; how many."""
+    return await _delete_labelled(settings, dry_run, _slices, also=f"!{LABEL_SOURCE_CLUSTER}")
+
+
+async def count_imported(settings: Settings) -> int:
+    """How many imported slices of ours (Multi-Cluster Services) there are."""
+    configuration = await load_client_configuration(settings)
+    resolve_env_proxy(configuration)
+    selector = f"{LABEL_MANAGED_BY}={settings.managed_by},{LABEL_SOURCE_CLUSTER}"
+    async with OperatorApiClient(configuration, api_timeout=settings.api_timeout) as api_client:
+        kind = _slices(api_client)
+        return sum(
+            [
+                len(await _list(kind, namespace, selector))
+                for namespace in settings.namespaces or (None,)
+            ]
+        )
+
+
+async def cleanup_imports(settings: Settings, *, dry_run: bool = False) -> int:
+    """``--multicluster``: delete (or list) the import side of ours: imported slices, derived
+    Services, ServiceImports (none when the API server does not serve them); how many."""
+    count = await _delete_labelled(settings, dry_run, _slices, also=LABEL_SOURCE_CLUSTER)
+    count += await _delete_labelled(settings, dry_run, _services, keep=_not_derived)
+    try:
+        count += await _delete_labelled(settings, dry_run, _service_imports)
+    except ApiException as exc:
+        if exc.status != 404:  # 404: ServiceImports are not served here
+            raise
+    return count
+
+
+async def cleanup_endpoints(settings: Settings, *, dry_run: bool = False) -> int:
+    """Delete (or list) the core/v1 Endpoints objects labelled managed-by ours; how many."""
+    return await _delete_labelled(settings, dry_run, _endpoints)
+
+
+def main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(list(argv))
+    try:
+        settings = _settings(args)
+        find_cluster(settings)
+    except (SettingsError, NoClusterError) as exc:
+        for line in str(exc).splitlines():
+            sys.stderr.write(f"{PROG}: {line}\n")
+        return 2 if isinstance(exc, SettingsError) else 1
+    try:
+        for held in asyncio.run(live_lease_holders(settings)):
+            sys.stderr.write(
+                f"{PROG}: warning: the operator is still running (Lease {held}): it will "
+                "write the slices again; stop it first (helm uninstall, or kubectl delete -f "
+                "deploy/)\n"
+            )
+        count = asyncio.run(cleanup(settings, dry_run=args.dry_run))
+        endpoints = asyncio.run(cleanup_endpoints(settings, dry_run=args.dry_run))
+        if args.multicluster:
+            imports = asyncio.run(cleanup_imports(settings, dry_run=args.dry_run))
+            kept = 0
+        else:
+            imports, kept = 0, asyncio.run(count_imported(settings))
+    except ApiException as exc:
+        sys.stderr.write(f"{PROG}: the API server refused: {exc.status} {exc.reason}\n")
+        return 1
+    except (ConfigException, OSError) as exc:
+        sys.stderr.write(f"{PROG}: cannot reach the cluster: {exc}\n")
+        return 1
+    verb = "would delete" if args.dry_run else "deleted"
+    if endpoints:
+        sys.stdout.write(
+            f"{verb} {endpoints} Endpoints object(s) managed by {settings.managed_by}\n"
+        )
+    if imports:
+        sys.stdout.write(
+            f"{verb} {imports} object(s) of the Multi-Cluster Services import side managed by "
+            f"{settings.managed_by}\n"
+        )
+    if kept:
+        sys.stdout.write(
+            f"kept {kept} imported EndpointSlice(s) (Multi-Cluster Services; --multicluster "
+            "deletes them with their ServiceImports and derived Services)\n"
+        )
+    sys.stdout.write(f"{verb} {count} EndpointSlice(s) managed by {settings.managed_by}\n")
+    return 0
