@@ -28,6 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "endpointslice_operator.cleanup",
         "delete the EndpointSlices the operator wrote (after uninstalling it)",
     ),
+    "migrate": (
+        "endpointslice_operator.migrate_cli",
+        "move Services from kube-controller-manager to the operator, without a failed request",
+    ),
     "endpoints": ("endpointslice_operator.endpoints_cli", "the endpoint view of Services"),
     "plan": (
         "endpointslice_operator.plan_cli",
