@@ -219,3 +219,43 @@ async def test_the_old_recipe_gets_leftover_endpoints_with_the_command_that_work
     await run(ours_command, env, tmp_path)
     await only_ours(kube, ns, set(PODS.values()))
     await deleted_pod_is_in_no_slice(kube, ns)
+
+
+async def test_migrate_keeps_an_endpoints_object_that_is_not_kube_controller_managers(
+    cluster: Cluster, kube: Kube, ns: str, operator: OperatorProcess, tmp_path: Path
+) -> None:
+    """A user's Endpoints object beside a selectorless opted-in Service (kube-controller-manager
+    mirrors it): ``migrate`` deletes neither it nor its mirrored slices, and says why (exit 1)."""
+    if not cluster.has_kcm:
+        pytest.skip("needs kube-controller-manager beside the operator")
+    await o.service(kube, ns, "web", annotations={o.SELECTOR: "app=web"})
+    await o.pod(kube, ns, "web-0", PODS["web-0"])
+    users = await kube.create(
+        f"/api/v1/namespaces/{ns}/endpoints",
+        {
+            "apiVersion": "v1",
+            "kind": "Endpoints",
+            "metadata": {"name": "web"},
+            "subsets": [
+                {"addresses": [{"ip": "10.9.9.9"}], "ports": [{"name": "http", "port": 8080}]}
+            ],
+        },
+    )
+
+    async def mirrored() -> bool:
+        assert await kube.slices(ns, "web", manager=MIRRORING)
+        assert o.ready_addresses(await kube.slices(ns, "web")) == {PODS["web-0"]}
+        return True
+
+    await eventually(mirrored, timeout=60)
+    env = user_env(cluster, ns, tmp_path)
+    code, out, err = await bash(
+        "endpointslice-operator migrate web --timeout 30", cwd=tmp_path, env=env
+    )
+    assert code == 1, (out, err)
+    assert f"kept endpoints {ns}/web: not kube-controller-manager's" in err
+    assert "mirroring controller publishes EndpointSlices" in err
+    assert "delete" not in out, out
+    after = await kube.get(f"/api/v1/namespaces/{ns}/endpoints/web")
+    assert after["metadata"]["resourceVersion"] == users["metadata"]["resourceVersion"]
+    assert await kube.slices(ns, "web", manager=MIRRORING)
