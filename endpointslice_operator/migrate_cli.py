@@ -322,17 +322,22 @@ class Migration:
             )
             if not self.dry_run:
                 version = (service.get("metadata") or {}).get("resourceVersion")
-                await self._call(
-                    "PATCH",
-                    path,
-                    {
-                        "metadata": {
-                            "resourceVersion": version,
-                            "annotations": {selector_annotation: text},
-                        },
-                        "spec": {"selector": None},
+                patch = {
+                    "metadata": {
+                        "resourceVersion": version,
+                        "annotations": {selector_annotation: text},
                     },
-                )
+                    "spec": {"selector": None},
+                }
+                try:
+                    await self._call("PATCH", path, patch)
+                except ApiException as exc:
+                    if exc.status != 409:
+                        raise
+                    raise MigrateError(
+                        f"Service {self._where(name)} changed while migrating (its spec.selector "
+                        "was left as it was, it is opted in); run the command again"
+                    ) from None
         await self._remove_leftovers(name)
 
     async def _wait_for_ours(self, name: str, *, has_selector: bool) -> None:
@@ -445,6 +450,12 @@ async def migrate_all(
                 await migration.migrate(name)
             except MigrateError as exc:
                 sys.stderr.write(f"{PROG}: {exc}\n")
+                failed += 1
+            except ApiException as exc:
+                sys.stderr.write(
+                    f"{PROG}: service {namespace}/{name}: the API server refused: "
+                    f"{exc.status} {exc.reason}\n"
+                )
                 failed += 1
     return 1 if failed else 0
 

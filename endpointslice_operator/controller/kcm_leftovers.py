@@ -92,10 +92,13 @@ def find_leftovers(entry: ServiceEntry, indexes: Indexes) -> Leftovers:
     )
 
 
-def removal_commands(namespace: str, name: str, managed_by: str = DEFAULT_MANAGED_BY) -> str:
+def removal_commands(
+    namespace: str, name: str, managed_by: str = DEFAULT_MANAGED_BY, *, endpoints: bool = True
+) -> str:
     """The commands that remove what kube-controller-manager left for a Service: ours, and the
-    kubectl ones (the Endpoints object first: while it exists the mirroring controller writes
-    its slices again)."""
+    kubectl ones; with ``endpoints`` (an Endpoints object is among the leftovers, or mirrored)
+    the Endpoints object first: while it exists the mirroring controller writes its slices
+    again."""
     migrate = ["endpointslice-operator", "migrate", "-n", namespace, name]
     if managed_by != DEFAULT_MANAGED_BY:
         migrate += ["--managed-by", managed_by]
@@ -104,10 +107,11 @@ def removal_commands(namespace: str, name: str, managed_by: str = DEFAULT_MANAGE
         f"({UPSTREAM_CONTROLLER_NAME},{MIRRORING_CONTROLLER_NAME})"
     )
     ns = shlex.quote(namespace)
-    kubectl = (
-        f"kubectl -n {ns} delete endpoints {shlex.quote(name)} --ignore-not-found && "
-        f"kubectl -n {ns} delete endpointslices -l {shlex.quote(selector)}"
-    )
+    kubectl = f"kubectl -n {ns} delete endpointslices -l {shlex.quote(selector)}"
+    if endpoints:
+        kubectl = f"kubectl -n {ns} delete endpoints {shlex.quote(name)} --ignore-not-found && " + (
+            kubectl
+        )
     return f"{shlex.join(migrate)} (or, by hand: {kubectl})"
 
 
@@ -157,10 +161,13 @@ class LeftoverReporter:
             return
         self._reported[entry.key] = leftovers
         namespace, name = split_key(entry.key)
+        commands = removal_commands(
+            namespace, name, self.managed_by, endpoints=leftovers.mirrored or leftovers.endpoints
+        )
         message = (
-            f"kube-controller-manager left objects for this Service that no longer follow its "
-            f"pods: {describe(leftovers, namespace, name)}. kube-proxy merges such slices with "
-            f"ours. This operator never deletes them; remove them with: "
-            f"{removal_commands(namespace, name, self.managed_by)}"
+            f"Objects of kube-controller-manager's controllers exist for this Service and no "
+            f"longer follow its pods: {describe(leftovers, namespace, name)}. kube-proxy merges "
+            f"such slices with ours. This operator never deletes them; remove them with: "
+            f"{commands}"
         )
         await self.record(entry.body, "Warning", REASON_LEFTOVER_ENDPOINTS, message)

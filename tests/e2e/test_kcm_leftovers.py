@@ -37,6 +37,12 @@ REMOVE = (
     f"({KCM},{MIRRORING})')"
 )
 
+REMOVE_SLICES = (
+    f"endpointslice-operator migrate -n {NS} web (or, by hand: kubectl -n {NS} delete "
+    f"endpointslices -l 'kubernetes.io/service-name=web,endpointslice.kubernetes.io/managed-by "
+    f"in ({KCM},{MIRRORING})')"
+)
+
 
 def kcm_endpoints(emu: Emulator, name: str, labels: dict[str, str] | None = None) -> Any:
     """An Endpoints object as kube-controller-manager's Endpoints controller leaves it."""
@@ -88,6 +94,8 @@ async def test_leftover_slices_are_reported_once_per_state_with_the_command() ->
             ]
             assert f"EndpointSlices of {KCM}" in kcm_only["message"]
             assert f"EndpointSlices of {MIRRORING}" not in kcm_only["message"]
+            # Nothing of an Endpoints object left: the commands do not delete one.
+            assert kcm_only["message"].endswith(REMOVE_SLICES), kcm_only["message"]
             # Nothing left: nothing said; a leftover coming back is said again.
             emu.store.delete("endpointslices", NS, "web-kcm")
             await settle(op)
