@@ -24,11 +24,12 @@ from tests.realcluster.operator_process import OperatorProcess
 pytestmark = pytest.mark.realcluster
 
 PODS = {"web-0": "10.1.0.1", "web-1": "10.1.0.2"}
+ENDPOINTS = "endpointslice-operator.io/endpoints"
 
 
-async def kcm_publishes(kube: Kube, ns: str) -> None:
+async def kcm_publishes(kube: Kube, ns: str, annotations: dict[str, str] | None = None) -> None:
     """A selector Service "web" over two pods, as kube-controller-manager publishes it."""
-    await o.service(kube, ns, "web", selector={"app": "web"}, opt_in=False)
+    await o.service(kube, ns, "web", selector={"app": "web"}, opt_in=False, annotations=annotations)
     for name, ip in PODS.items():
         await o.pod(kube, ns, name, ip)
 
@@ -42,9 +43,11 @@ async def kcm_publishes(kube: Kube, ns: str) -> None:
     await eventually(published, timeout=60)
 
 
-async def only_ours(kube: Kube, ns: str, addresses: set[str]) -> None:
+async def only_ours(
+    kube: Kube, ns: str, addresses: set[str], *, endpoints_of_ours: bool = False
+) -> None:
     """Eventually: every slice of "web" is ours, with ``addresses`` ready, and no Endpoints
-    object named "web" exists (the user did not ask for ours)."""
+    object named "web" exists, or (``endpoints_of_ours``: the user asked for it) ours."""
 
     async def clean() -> bool:
         slices = await kube.slices(ns, "web", manager=None)
@@ -54,7 +57,13 @@ async def only_ours(kube: Kube, ns: str, addresses: set[str]) -> None:
         ]
         assert o.ready_addresses(slices) == addresses
         status, body = await kube.status_of("GET", f"/api/v1/namespaces/{ns}/endpoints/web")
-        assert status == 404, body
+        if not endpoints_of_ours:
+            assert status == 404, body
+            return True
+        assert status == 200, body
+        assert body["metadata"]["labels"].get(LABEL_MANAGED_BY) == OURS, body["metadata"]
+        ips = {a["ip"] for subset in body.get("subsets") or () for a in subset["addresses"]}
+        assert ips == addresses, body
         return True
 
     await eventually(clean, timeout=60)
@@ -100,10 +109,12 @@ async def service_state(kube: Kube, ns: str) -> tuple[JSON, JSON]:
     return service["spec"].get("selector"), service["metadata"].get("annotations") or {}
 
 
-async def deleted_pod_is_in_no_slice(kube: Kube, ns: str) -> None:
+async def deleted_pod_is_in_no_slice(
+    kube: Kube, ns: str, *, endpoints_of_ours: bool = False
+) -> None:
     """The stale-mirror symptom: a pod deleted after the migration must leave every slice."""
     await kube.delete(f"/api/v1/namespaces/{ns}/pods/web-1", {"gracePeriodSeconds": 0})
-    await only_ours(kube, ns, {PODS["web-0"]})
+    await only_ours(kube, ns, {PODS["web-0"]}, endpoints_of_ours=endpoints_of_ours)
 
 
 async def test_migrate_as_the_readme_shows_it(
@@ -259,3 +270,19 @@ async def test_migrate_keeps_an_endpoints_object_that_is_not_kube_controller_man
     after = await kube.get(f"/api/v1/namespaces/{ns}/endpoints/web")
     assert after["metadata"]["resourceVersion"] == users["metadata"]["resourceVersion"]
     assert await kube.slices(ns, "web", manager=MIRRORING)
+
+
+async def test_migrate_leaves_our_endpoints_object_when_asked_for(
+    cluster: Cluster, kube: Kube, ns: str, operator: OperatorProcess, tmp_path: Path
+) -> None:
+    """With ``endpointslice-operator.io/endpoints: "true"`` kube-controller-manager's Endpoints
+    object is in the way of ours (ConflictingEndpoints) until ``migrate`` deletes it; then the
+    operator writes its own, which stays."""
+    if not cluster.has_kcm:
+        pytest.skip("needs kube-controller-manager beside the operator")
+    await kcm_publishes(kube, ns, annotations={ENDPOINTS: "true"})
+    env = user_env(cluster, ns, tmp_path)
+    out = await run("endpointslice-operator migrate web", env, tmp_path)
+    assert f"deleted endpoints {ns}/web (kube-controller-manager's)" in out
+    await only_ours(kube, ns, set(PODS.values()), endpoints_of_ours=True)
+    await deleted_pod_is_in_no_slice(kube, ns, endpoints_of_ours=True)
