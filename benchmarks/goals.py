@@ -95,6 +95,8 @@ GOALS: tuple[Goal, ...] = (
     Goal("startup_writes", "0 writes", value_is(0)),
     # latency
     Goal("propagation_p99_ms", "<= 10x the baseline", ratio_at_most(10)),
+    # a live migration from kube-controller-manager, through a real kube-proxy
+    Goal("migration_failed_requests", "0 failed requests", value_is(0)),
     # scale
     # Stated at 100,000 pods: at quick size the listing takes a tenth of a second and the
     # interpreter's start and imports (about a second) make the figure, not the cluster.

@@ -28,6 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "endpointslice_operator.commands.cleanup",
         "delete the EndpointSlices the operator wrote (after uninstalling it)",
     ),
+    "migrate": (
+        "endpointslice_operator.commands.migrate",
+        "move Services from kube-controller-manager to the operator, without a failed request",
+    ),
     "endpoints": ("endpointslice_operator.commands.endpoints", "the endpoint view of Services"),
     "plan": (
         "endpointslice_operator.commands.plan",

@@ -32,6 +32,7 @@ E2E = "tests/e2e/test_readme_commands.py"
 REAL = "tests/realcluster/test_readme_commands.py"
 VIEW = "tests/view/test_readme_view.py"
 DATAPLANE = "tests/dataplane/test_demo.py"
+MIGRATION = "tests/realcluster/test_migration.py"
 
 #: command -> the test (file::function) that runs it as written.
 RUN_BY: dict[str, str] = {
@@ -55,9 +56,26 @@ RUN_BY: dict[str, str] = {
     "make run ARGS='--log-level debug'": f"{E2E}::test_make_run_without_a_cluster",
     "endpointslice-operator emulator --nodes 3": f"{E2E}::test_the_emulator_on_its_own",
     "kubectl describe service web": f"{E2E}::test_service_commands_on_the_emulator",
-    "kubectl delete endpointslices -l kubernetes.io/service-name=web,"
-    "endpointslice.kubernetes.io/managed-by=endpointslice-controller.k8s.io": (
-        f"{E2E}::test_service_commands_on_the_emulator"
+    "kubectl delete endpointslices -l 'kubernetes.io/service-name=web,"
+    "endpointslice.kubernetes.io/managed-by in (endpointslice-controller.k8s.io,"
+    "endpointslicemirroring-controller.k8s.io)'": f"{E2E}::test_service_commands_on_the_emulator",
+    "endpointslice-operator migrate --dry-run web": (
+        f"{MIGRATION}::test_migrate_as_the_readme_shows_it"
+    ),
+    "endpointslice-operator migrate web": f"{MIGRATION}::test_migrate_as_the_readme_shows_it",
+    "kubectl annotate service web endpointslice-operator.io/enabled=true": (
+        f"{MIGRATION}::test_the_readme_steps_by_hand"
+    ),
+    "kubectl get endpointslices -l kubernetes.io/service-name=web "
+    "-L endpointslice.kubernetes.io/managed-by": f"{MIGRATION}::test_the_readme_steps_by_hand",
+    'kubectl patch service web --type merge -p \'{"metadata":{"annotations":'
+    '{"endpointslice-operator.io/selector":"app=web"}},"spec":{"selector":null}}\'': (
+        f"{MIGRATION}::test_the_readme_steps_by_hand"
+    ),
+    "kubectl delete endpoints -l endpoints.kubernetes.io/managed-by=endpoint-controller "
+    "--field-selector metadata.name=web": f"{MIGRATION}::test_the_readme_steps_by_hand",
+    "kubectl get endpoints web --show-managed-fields -o yaml": (
+        f"{MIGRATION}::test_the_readme_steps_by_hand"
     ),
     "endpointslice-operator cleanup": f"{E2E}::test_service_commands_on_the_emulator",
     "kubectl apply -f deploy/": f"{REAL}::test_plain_manifests_install_and_uninstall",

@@ -20,6 +20,9 @@ rules no longer (or again) send connections to that pod; the next flip starts on
 ``dataplane_flip_to_rules_ms_p50`` / ``_p99``: over every flip (both directions), ours with
 kube-controller-manager's as the baseline; ``_p50_to_unready`` / ``_p50_to_ready``: per
 direction.
+
+The same cluster then measures a live migration from kube-controller-manager to the operator
+(:mod:`.migration`): ``migration_failed_requests`` and ``migration_last_step_to_only_ours_s``.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from endpointslice_operator.testing.dataplane_cluster import DataplaneCluster
 from endpointslice_operator.testing.kube_proxy_rules import Programmed
 
 from ..figure import Figure
+from . import migration
 
 FLIPS = {"tiny": 3, "quick": 20, "full": 50}
 """Flips each way (to unready and back to ready) per mode; the issue asks for at least 20."""
@@ -149,4 +153,5 @@ def collect(mode: str) -> list[Figure]:
         tempfile.TemporaryDirectory(prefix="eso-bench-dp-") as workdir,
         DataplaneCluster(assets=assets, workdir=Path(workdir)) as dc,
     ):
-        return figures(measure(dc, FLIPS.get(mode, FLIPS["quick"])))
+        flips = figures(measure(dc, FLIPS.get(mode, FLIPS["quick"])))
+        return flips + migration.figures(dc, Path(workdir))

@@ -72,6 +72,7 @@ def test_every_goal_names_a_figure_a_run_reports() -> None:
         "api_writes_rollout_100_batch_1s",
         "propagation_p99_ms",
         "scale_services",
+        "migration_failed_requests",
     }
     for goal in GOALS:
         assert any(goal_for(name, mode) is goal for name in reported for mode in goal.modes), goal

@@ -148,6 +148,9 @@ async def test_service_commands_on_the_emulator(tmp_path: Path) -> None:
             }
         )
         foreign_slice(emu, "web-kcm", "web", "endpointslice-controller.k8s.io", "default")
+        foreign_slice(
+            emu, "web-mirrored", "web", "endpointslicemirroring-controller.k8s.io", "default"
+        )
         foreign_slice(emu, "web-ours", "web", "endpointslice-operator.io", "default")
         foreign_slice(emu, "web-other", "web", "someone.example.com", "default")
         env = _environ(

@@ -15,6 +15,9 @@ Deliberate differences from upstream:
 * **ConflictingController.** A Warning Event, once per Service, when kube-controller-manager's
   EndpointSlice controller also publishes slices for a Service we manage (kube-proxy would
   merge both sets).
+* **LeftoverEndpoints** (:mod:`.kcm_leftovers`). A Warning Event, once per Service and state,
+  when kube-controller-manager left slices or an Endpoints object for a Service we publish
+  (after ``spec.selector`` was removed); never deleted here.
 * **SelectorAnnotationIgnored.** A Warning Event, once per Service, when a Service has both
   ``spec.selector`` and the selector annotation: ``spec.selector`` wins.
 * **Malformed input** (a pod IP that does not parse, a Service port without a usable
@@ -45,6 +48,7 @@ from endpointslice_operator.controller.sync.apply import (
 from endpointslice_operator.controller.sync.decision import Route, Verdict, decide
 from endpointslice_operator.controller.sync.endpoints import EndpointsSyncer
 from endpointslice_operator.controller.sync.events import WARNING, EventRecorder
+from endpointslice_operator.controller.sync.kcm_leftovers import LeftoverReporter
 from endpointslice_operator.controller.sync.mirroring import MirroringSyncer
 from endpointslice_operator.controller.sync.networks import (
     REASON_INVALID_NETWORK,
@@ -125,6 +129,8 @@ class ServiceSyncer:
         self.trigger_times = TriggerTimeTracker()
         # Warning Events recorded once per Service and leader term: reason -> Service keys.
         self._reported: dict[str, set[str]] = {}
+        # What kube-controller-manager left for Services we publish (LeftoverEndpoints).
+        self.leftovers = LeftoverReporter(indexes, recorder.record, indexes.slices.managed_by)
         # Secondary networks (controller.networks): the annotation names, the hook that starts
         # the ResourceClaim watch, and the left-out pod counts.
         self.networks = networks
@@ -143,6 +149,7 @@ class ServiceSyncer:
         self.writes.start_term()
         self.trigger_times = TriggerTimeTracker()
         self._reported.clear()
+        self.leftovers.start_term()
         if self.endpoints is not None:
             self.endpoints.start_term()
         if self.mirroring is not None:
@@ -194,6 +201,7 @@ class ServiceSyncer:
                 await self.endpoints.sync(entry)  # deletes the Endpoints of ours, if any
             return
         await self._check_conflict(entry)
+        await self.leftovers.check(entry)
         await self._warn_once(
             entry,
             REASON_SELECTOR_ANNOTATION_IGNORED,
@@ -269,6 +277,7 @@ class ServiceSyncer:
     def _forget_warnings(self, key: str) -> None:
         for reported in self._reported.values():
             reported.discard(key)
+        self.leftovers.forget(key)
 
     async def _delete_orphans(self, key: str) -> None:
         """The Service does not exist: delete our slices of it that nothing else will, those
