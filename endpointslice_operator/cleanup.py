@@ -24,6 +24,8 @@ It takes ``--kubeconfig``, ``--managed-by``, ``--namespace``, ``--lease-name`` a
 ``--dry-run`` to list without deleting. When the operator's leader-election Lease is held by a
 live holder (renewed within its duration), the operator is still running: a warning on standard
 error says that the slices will come back and names the holder (the deletion goes ahead).
+Otherwise (released when the operator stopped, or expired) the Lease itself is deleted too: it
+is the operator's last object in its namespace.
 """
 
 from __future__ import annotations
@@ -51,7 +53,14 @@ from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY
 from endpointslice_operator.reconciler.mcs import LABEL_SOURCE_CLUSTER, MCS_GROUP, MCS_VERSION
 from endpointslice_operator.settings import Settings, SettingsError, load_settings
 
-__all__ = ["cleanup", "cleanup_endpoints", "cleanup_imports", "count_imported", "main"]
+__all__ = [
+    "cleanup",
+    "cleanup_endpoints",
+    "cleanup_imports",
+    "cleanup_lease",
+    "count_imported",
+    "main",
+]
 
 PROG = "endpointslice-operator cleanup"
 PAGE_SIZE = 500
@@ -116,6 +125,39 @@ def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(argv, os.environ)
 
 
+async def _leases(api: client.CoordinationV1Api, settings: Settings) -> list[Any]:
+    """The Leases named ``--lease-name`` (in ``--lease-namespace``, else in any namespace)."""
+    if settings.lease_namespace:
+        try:
+            return [
+                await api.read_namespaced_lease(
+                    settings.lease_name, settings.lease_namespace, _request_timeout=10
+                )
+            ]
+        except ApiException as exc:
+            if exc.status == 404:
+                return []
+            raise
+    page = await api.list_lease_for_all_namespaces(
+        field_selector=f"metadata.name={settings.lease_name}", _request_timeout=10
+    )
+    return list(page.items)
+
+
+def _live_holder(lease: Any, now: datetime) -> str | None:
+    """``held by <holder> (renewed N s ago)`` when a holder renewed it within its duration."""
+    spec = lease.spec
+    renewed = spec.renew_time if spec is not None else None
+    if spec is None or not spec.holder_identity or renewed is None:
+        return None
+    if renewed.tzinfo is None:
+        renewed = renewed.replace(tzinfo=UTC)
+    age = (now - renewed).total_seconds()
+    if age <= (spec.lease_duration_seconds or 15):
+        return f"held by {spec.holder_identity} (renewed {age:.0f} s ago)"
+    return None
+
+
 async def live_lease_holders(settings: Settings, now: datetime | None = None) -> list[str]:
     """``<namespace>/<name> held by <holder>`` for each Lease named ``--lease-name`` (in
     ``--lease-namespace``, else in any namespace) whose holder renewed it within its duration:
@@ -123,34 +165,44 @@ async def live_lease_holders(settings: Settings, now: datetime | None = None) ->
     now = now or datetime.now(UTC)
     configuration = await load_client_configuration(settings)
     async with client.ApiClient(configuration) as api_client:
-        api = client.CoordinationV1Api(api_client)
         try:
-            if settings.lease_namespace:
-                leases = [
-                    await api.read_namespaced_lease(
-                        settings.lease_name, settings.lease_namespace, _request_timeout=10
-                    )
-                ]
-            else:
-                page = await api.list_lease_for_all_namespaces(
-                    field_selector=f"metadata.name={settings.lease_name}", _request_timeout=10
-                )
-                leases = list(page.items)
+            leases = await _leases(client.CoordinationV1Api(api_client), settings)
         except (TimeoutError, ApiException, OSError):
             return []
     held: list[str] = []
     for lease in leases:
-        spec = lease.spec
-        renewed = spec.renew_time if spec is not None else None
-        if spec is None or not spec.holder_identity or renewed is None:
-            continue
-        if renewed.tzinfo is None:
-            renewed = renewed.replace(tzinfo=UTC)
-        age = (now - renewed).total_seconds()
-        if age <= (spec.lease_duration_seconds or 15):
-            where = f"{lease.metadata.namespace}/{lease.metadata.name}"
-            held.append(f"{where} held by {spec.holder_identity} (renewed {age:.0f} s ago)")
+        live = _live_holder(lease, now)
+        if live is not None:
+            held.append(f"{lease.metadata.namespace}/{lease.metadata.name} {live}")
     return held
+
+
+async def cleanup_lease(settings: Settings, *, dry_run: bool = False) -> list[str]:
+    """Delete (or list) the operator's leader-election Lease once no live holder has it
+    (released on shutdown, or expired); ``<namespace>/<name>`` of each. A Lease still held is
+    left (the operator runs). Nothing when Leases cannot be read or deleted here (RBAC)."""
+    now = datetime.now(UTC)
+    configuration = await load_client_configuration(settings)
+    gone: list[str] = []
+    async with client.ApiClient(configuration) as api_client:
+        api = client.CoordinationV1Api(api_client)
+        try:
+            for lease in await _leases(api, settings):
+                if _live_holder(lease, now) is not None:
+                    continue
+                name, namespace = lease.metadata.name, lease.metadata.namespace
+                if not dry_run:
+                    body = client.V1DeleteOptions(
+                        preconditions=client.V1Preconditions(uid=lease.metadata.uid)
+                    )
+                    await api.delete_namespaced_lease(name, namespace, body=body)
+                gone.append(f"{namespace}/{name}")
+        except ApiException as exc:
+            if exc.status not in (403, 404, 409):
+                raise
+        except (TimeoutError, OSError):
+            pass
+    return gone
 
 
 @dataclass(frozen=True)
@@ -353,6 +405,7 @@ def main(argv: Sequence[str]) -> int:
             )
         count = asyncio.run(cleanup(settings, dry_run=args.dry_run))
         endpoints = asyncio.run(cleanup_endpoints(settings, dry_run=args.dry_run))
+        leases = asyncio.run(cleanup_lease(settings, dry_run=args.dry_run))
         if args.multicluster:
             imports = asyncio.run(cleanup_imports(settings, dry_run=args.dry_run))
             kept = 0
@@ -365,6 +418,8 @@ def main(argv: Sequence[str]) -> int:
         sys.stderr.write(f"{PROG}: cannot reach the cluster: {exc}\n")
         return 1
     verb = "would delete" if args.dry_run else "deleted"
+    for lease in leases:
+        sys.stdout.write(f"{verb} the leader-election Lease {lease} (no live holder)\n")
     if endpoints:
         sys.stdout.write(
             f"{verb} {endpoints} Endpoints object(s) managed by {settings.managed_by}\n"
