@@ -25,7 +25,9 @@ It takes ``--kubeconfig``, ``--managed-by``, ``--namespace``, ``--lease-name`` a
 live holder (renewed within its duration), the operator is still running: a warning on standard
 error says that the slices will come back and names the holder (the deletion goes ahead).
 Otherwise (released when the operator stopped, or expired) the Lease itself is deleted too: it
-is the operator's last object in its namespace.
+is the operator's last object in its namespace. ``--wait-for-operator SECONDS`` first waits up to
+that long for the Lease to be released (the chart's uninstall hook runs while the operator's pods
+are still terminating), and deletes a Lease a standby created again meanwhile.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import argparse
 import asyncio
 import os
 import sys
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -64,6 +67,9 @@ __all__ = [
 
 PROG = "endpointslice-operator cleanup"
 PAGE_SIZE = 500
+#: The leader election's retry period (2 s, with jitter): a running standby re-reads the Lease
+#: within it.
+LEASE_RETRY_SECONDS = 3.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,6 +105,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--dry-run", action="store_true", help="list what would be deleted, delete nothing"
+    )
+    parser.add_argument(
+        "--wait-for-operator",
+        metavar="SECONDS",
+        type=float,
+        default=0.0,
+        help="first wait up to this long for the operator to stop (its Lease released or "
+        "expired), as the chart's uninstall hook does while the operator's pods terminate "
+        "(default 0: warn and go ahead)",
     )
     parser.add_argument(
         "--multicluster",
@@ -387,6 +402,16 @@ async def cleanup_endpoints(settings: Settings, *, dry_run: bool = False) -> int
     return await _delete_labelled(settings, dry_run, _endpoints)
 
 
+def _wait_for_operator(settings: Settings, seconds: float) -> list[str]:
+    """The live holders of the operator's Lease, after waiting up to ``seconds`` for none."""
+    deadline = time.monotonic() + seconds
+    while True:
+        held = asyncio.run(live_lease_holders(settings))
+        if not held or time.monotonic() >= deadline:
+            return held
+        time.sleep(1.0)
+
+
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     try:
@@ -397,7 +422,7 @@ def main(argv: Sequence[str]) -> int:
             sys.stderr.write(f"{PROG}: {line}\n")
         return 2 if isinstance(exc, SettingsError) else 1
     try:
-        for held in asyncio.run(live_lease_holders(settings)):
+        for held in _wait_for_operator(settings, args.wait_for_operator):
             sys.stderr.write(
                 f"{PROG}: warning: the operator is still running (Lease {held}): it will "
                 "write the slices again; stop it first (helm uninstall, or kubectl delete -f "
@@ -406,6 +431,11 @@ def main(argv: Sequence[str]) -> int:
         count = asyncio.run(cleanup(settings, dry_run=args.dry_run))
         endpoints = asyncio.run(cleanup_endpoints(settings, dry_run=args.dry_run))
         leases = asyncio.run(cleanup_lease(settings, dry_run=args.dry_run))
+        if args.wait_for_operator > 0 and leases and not args.dry_run:
+            # A standby that had not stopped yet would create the Lease again: once more after
+            # its retry period.
+            time.sleep(LEASE_RETRY_SECONDS)
+            leases += asyncio.run(cleanup_lease(settings))
         if args.multicluster:
             imports = asyncio.run(cleanup_imports(settings, dry_run=args.dry_run))
             kept = 0

@@ -365,3 +365,29 @@ async def test_cleanup_keeps_a_lease_that_is_held() -> None:
         assert code == 0 and "still running" in err[0]
         assert not any("Lease" in line for line in out)
         assert len(emu.store.list("leases")) == 1
+
+
+async def test_cleanup_waits_for_the_operator_to_release_its_lease_then_deletes_it() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        emu.store.create_namespace("ops")
+        foreign_slice(emu, "web-a", "web", "endpointslice-operator.io")
+        _lease(emu, "replica-1", datetime.now(UTC))
+
+        async def stop_the_operator() -> None:  # as the chart's hook sees it: pods terminating
+            await asyncio.sleep(2)
+            lease = emu.store.get("leases", "ops", "endpointslice-operator")
+            assert lease is not None
+            emu.store.update({**lease, "spec": {**lease["spec"], "holderIdentity": ""}})
+
+        stopping = asyncio.create_task(stop_the_operator())
+        code, out, err = await _cli(
+            "cleanup", "--kubeconfig", str(emu.kubeconfig_path), "--wait-for-operator", "30"
+        )
+        await stopping
+        assert (code, err) == (0, [])
+        assert (
+            "deleted the leader-election Lease ops/endpointslice-operator (no live holder)" in out
+        )
+        assert out[-1] == "deleted 1 EndpointSlice(s) managed by endpointslice-operator.io"
+        assert emu.store.list("leases") == []

@@ -46,6 +46,7 @@ def test_a_post_delete_job_with_its_own_account_and_rbac() -> None:
         "--managed-by=endpointslice-operator.io",
         "--lease-name=endpointslice-operator",
         "--lease-namespace=operators",
+        "--wait-for-operator=50",
     ]
     hook_rules = [rule for role, rule in rules(hooks) if role["kind"] == "ClusterRole"]
     assert hook_rules == [
@@ -76,6 +77,7 @@ def test_with_multicluster_it_cleans_the_import_side_too() -> None:
         "--managed-by=endpointslice-operator.io",
         "--lease-name=eso-leader",
         "--lease-namespace=kube-system",
+        "--wait-for-operator=50",
         "--multicluster",
     ]
     cluster_rules = [rule for role, rule in rules(hooks) if role["kind"] == "ClusterRole"]
@@ -101,6 +103,7 @@ def test_namespaced_mode_cleans_only_the_watched_namespaces() -> None:
         "--namespace=team-b",
         "--lease-name=endpointslice-operator",
         "--lease-namespace=operators",
+        "--wait-for-operator=50",
     ]
     hook_roles = [o for o in objects if o["metadata"]["name"].endswith("-cleanup")]
     assert sorted((o["kind"], o["metadata"].get("namespace")) for o in hook_roles) == [
