@@ -1,13 +1,14 @@
 """The node layer: the operator's image, built from the Dockerfile, installed as users install
 it on one real node (``../shared/envtest/node``: kubelet, containerd, kube-proxy, real pods).
 
-Once per run: the image is built by ``make image`` (buildah, on the envtest stand-in for the
-Dockerfile's base; or taken from the OCI archive named by ``ESO_NODE_IMAGE``), one node is
-started with it and the busybox test image, and the node is **always** stopped: in the
-fixture's ``finally``, on SIGTERM (which unwinds like Ctrl-C), and by ``atexit`` if the
-interpreter ends another way. Needs root, the envtest folder beside the checkout (or
-``ESO_ENVTEST``) and the Debian packages its README lists; without them every ``node`` test is
-skipped with one reason (a failure under ``CI=true``, see tests/conftest.py).
+Once per run (package-scoped fixtures: the node stops as soon as the layer's last test has
+run, not at the end of the suite): the image is built by ``make image`` (buildah, on the
+envtest stand-in for the Dockerfile's base; or taken from the OCI archive named by
+``ESO_NODE_IMAGE``), one node is started with it and the busybox test image, and the node is
+**always** stopped: in the fixture's ``finally``, on SIGTERM (which unwinds like Ctrl-C), and
+by ``atexit`` if the interpreter ends another way. Needs root, the envtest folder beside the
+checkout (or ``ESO_ENVTEST``) and the Debian packages its README lists; without them every
+``node`` test is skipped with one reason (a failure under ``CI=true``, see tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -107,13 +108,13 @@ def node_assets() -> str:
     return _envtest("assets", "v1.36")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def images() -> Path:
     """The envtest image cache: pause, busybox and the stand-in python base (cached)."""
     return Path(_envtest("images", "build"))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def image_archive(images: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The operator's image as an OCI archive: ``make image`` on the stand-in base, once."""
     given = os.environ.get("ESO_NODE_IMAGE")
@@ -154,7 +155,7 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def node(images: Path, image_archive: Path, request: pytest.FixtureRequest) -> Iterator[Node]:
     """One real node with the operator's image and busybox imported; stopped on every exit."""
     workdir = Path(tempfile.mkdtemp(prefix="eso-node-"))

@@ -251,11 +251,17 @@ MIGRATION = "### Moving a running Service over from kube-controller-manager"
 MIGRATION_NS = "migration"
 
 
-def migration_commands() -> list[str]:
-    """The README's by-hand migration of ``web``, as written."""
+def migration_recipes() -> dict[str, list[str]]:
+    """The README's migrations of ``web``, as written: with ``migrate``, and by hand."""
     text = section(readme(), "Avoiding duplicate slices from kube-controller-manager")
-    (block,) = [b for b in blocks(text.split(MIGRATION, 1)[1]) if "kubectl annotate" in b]
-    return block_commands(block)
+    recipes: dict[str, list[str]] = {}
+    for block in blocks(text.split(MIGRATION, 1)[1]):
+        commands = block_commands(block)
+        if any(c.startswith("endpointslice-operator migrate") for c in commands):
+            recipes["migrate"] = commands
+        elif any(c.startswith("kubectl annotate") for c in commands):
+            recipes["by-hand"] = commands
+    return recipes
 
 
 def _managers(node: Node, service: str, namespace: str) -> set[str]:
@@ -268,15 +274,19 @@ def _managers(node: Node, service: str, namespace: str) -> set[str]:
 # The README's migration recipe (issue 32) is defined where the README has it.
 if MIGRATION in readme():
 
+    @pytest.mark.parametrize("recipe", sorted(migration_recipes()))
     def test_a_live_migration_by_the_readme_fails_no_request_and_leaves_only_our_slices(
-        node: Node, tmp_path: Path, record_property: Any
+        node: Node, tmp_path: Path, record_property: Any, recipe: str
     ) -> None:
-        ns = MIGRATION_NS
+        ns = f"{MIGRATION_NS}-{recipe}"
         node.kubectl("create", "namespace", ns)
         # The user's current namespace is the Service's: the README's commands name no -n.
         kubeconfig = tmp_path / "kubeconfig"
         shutil.copy(node.kubeconfig, kubeconfig)
-        env = {"KUBECONFIG": str(kubeconfig)}
+        env = {
+            "KUBECONFIG": str(kubeconfig),
+            "PATH": f"{ROOT / '.venv' / 'bin'}{os.pathsep}{node.env['PATH']}",
+        }
         node.run(["kubectl", "config", "set-context", "--current", f"--namespace={ns}"], env=env)
         node.apply(web_app(APP, REPLICAS, namespace=ns, opted_in=False))
         node.kubectl("rollout", "status", "-n", ns, f"deployment/{APP}", "--timeout=300s")
@@ -289,7 +299,7 @@ if MIGRATION in readme():
         client = Client(node, f"http://{ip.strip()}/", rate=20, seconds=600, stop=stop)
         try:
             time.sleep(2)
-            for command in migration_commands():
+            for command in migration_recipes()[recipe]:
                 if command.startswith("kubectl patch"):
                     node.wait("our slices cover kube-controller-manager's",
                               lambda: node.ready_ips(APP, OURS, ns), ips.__eq__)  # fmt: skip
@@ -300,6 +310,7 @@ if MIGRATION in readme():
             stop.touch()
             ok, failed, errors = client.result()
         record_property("migration_requests", ok + failed)
+        print(f"\nnode: migration ({recipe}): {ok + failed} requests, {failed} failed")
         assert failed == 0, f"{failed} of {ok + failed} requests failed: {errors}"
         assert ok > 50
         gone = node.run(["kubectl", "get", "endpoints", APP, "-n", ns], check=False)
