@@ -26,7 +26,8 @@ from endpointslice_operator.testing.controlplane import missing_assets, server_v
 REAL_MARKERS = ("realcluster", "dataplane", "node")
 HOW_TO_RUN = (
     "run them with KUBEBUILDER_ASSETS=$(../shared/envtest/assets v1.36) "
-    "(as root for the data plane), or ESO_TEST_KUBECONFIG=<kubeconfig>"
+    "(as root for the data plane and the node layer, docs/testing.md), "
+    "or ESO_TEST_KUBECONFIG=<kubeconfig>"
 )
 
 
@@ -107,7 +108,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     ]
     if skipped:
         terminalreporter.write_line(
-            f"{len(skipped)} real-server or data-plane tests were skipped; {HOW_TO_RUN}",
+            f"{len(skipped)} real-server, data-plane or node tests were skipped; {HOW_TO_RUN}",
             yellow=True,
             bold=True,
         )
