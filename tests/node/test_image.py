@@ -24,9 +24,11 @@ def image(image_archive: Path) -> oci.Image:
     return oci.read(image_archive)
 
 
-def test_the_readme_builds_the_image_with_make_image() -> None:
+def test_the_readme_builds_the_image_with_make_image(image_archive: Path) -> None:
+    """The fixture ran the README's command as written (unless ESO_NODE_IMAGE named one)."""
     install = readme().split("\n## Install on a cluster\n", 1)[1].split("\n## ", 1)[0]
     assert f"\n{MAKE_IMAGE}" in install
+    assert image_archive.stat().st_size > 10_000_000
 
 
 def test_it_runs_the_operator_as_uid_65532(image: oci.Image) -> None:
