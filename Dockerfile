@@ -2,7 +2,8 @@
 #
 # endpointslice-operator container image.
 #
-#   docker build -t endpointslice-operator:0.1.0 .
+#   make image        (buildah + skopeo, no Docker: scripts/build_image.sh; an OCI archive)
+#   docker build -t localhost/endpointslice-operator:0.1.0 .
 #
 # Two stages on the same slim Python base: the builder installs the package and its pinned
 # dependencies (constraints.txt) into a virtual environment; the final stage copies only that

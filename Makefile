@@ -9,7 +9,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test venv lint typecheck bench clean demo dataplane-demo manifests mutate
+.PHONY: run test venv lint typecheck bench clean demo dataplane-demo manifests mutate image
 
 $(STAMP): pyproject.toml constraints.txt
 	@echo "make venv: creating $(VENV) with $(PYTHON)"
@@ -70,6 +70,15 @@ test: lint typecheck
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(ARGS)
+
+# The container image, from the Dockerfile as it is, without Docker (buildah + skopeo; see
+# scripts/build_image.sh): an OCI archive to import into the cluster's nodes. PYTHON_IMAGE (in
+# the environment) overrides the Dockerfile's base image.
+IMAGE         ?= localhost/endpointslice-operator:0.1.0
+IMAGE_ARCHIVE ?= endpointslice-operator.tar
+
+image:
+	scripts/build_image.sh $(IMAGE) $(IMAGE_ARCHIVE)
 
 manifests: $(STAMP)
 	$(BIN)/python -m scripts.render_manifests

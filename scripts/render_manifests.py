@@ -3,7 +3,9 @@
 ``python -m scripts.render_manifests`` rewrites:
 
 * ``deploy/endpointslice-operator.yaml``: the chart rendered with its default values (release
-  ``endpointslice-operator`` in namespace ``endpointslice-operator``), for ``kubectl apply``;
+  ``endpointslice-operator`` in namespace ``endpointslice-operator``), for ``kubectl apply``,
+  without the EndpointSelector CRD (applied on its own from ``deploy/crds/``, so that
+  ``kubectl delete -f deploy/`` leaves it and the users' EndpointSelectors);
 * ``chart/dashboards/endpointslice-operator.json``: a copy of the Grafana dashboard whose
   source of truth is ``docs/dashboards/endpointslice-operator.json`` (Helm's ``.Files`` only
   reads files inside the chart directory);
@@ -74,10 +76,15 @@ _INSTALL_ORDER = (
 HEADER = """\
 # endpointslice-operator: plain manifests, generated from chart/ with its default values by
 #   python -m scripts.render_manifests
+# but for the EndpointSelector CRD, which is applied on its own (so that `kubectl delete -f
+# deploy/` never deletes it, and with it every EndpointSelector):
+#   kubectl apply -f deploy/crds/endpointselectors.endpointslice-operator.io.yaml
 # Do not edit by hand (a test checks this file equals the render). Apply with:
 #   kubectl apply -f deploy/
 # (deploy/00-namespace.yaml creates the namespace first).
 """
+#: The chart's values for deploy/: its defaults, the EndpointSelector CRD left out.
+DEPLOY_VALUES: dict[str, Any] = {"endpointSelectors": {"installCRD": False}}
 
 
 def render_documents(
@@ -138,7 +145,9 @@ def render_notes(values: Mapping[str, Any] | None = None) -> str:
 
 def default_manifest() -> str:
     """The text ``deploy/endpointslice-operator.yaml`` must have."""
-    parts = [f"# Source: {template}\n{text}\n" for template, text in render_documents()]
+    parts = [
+        f"# Source: {template}\n{text}\n" for template, text in render_documents(DEPLOY_VALUES)
+    ]
     return HEADER + "---\n" + "---\n".join(parts)
 
 

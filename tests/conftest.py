@@ -6,8 +6,9 @@
   version is *deselected*, not skipped: it does not apply there. Against an existing cluster
   (``ESO_TEST_KUBECONFIG``) every test runs unless ``ESO_TEST_K8S_VERSION`` (``1.31``) says
   otherwise.
-* With ``CI=true`` a ``realcluster`` or ``dataplane`` test that is skipped is a **failure**: CI
-  must not be green when the real tests did not run. Elsewhere they skip with one reason each.
+* With ``CI=true`` a ``realcluster``, ``dataplane`` or ``node`` test that is skipped is a
+  **failure**: CI must not be green when the real tests did not run. Elsewhere they skip with
+  one reason each.
 * A run that skipped real-server tests ends with one line saying so and how to run them.
 """
 
@@ -22,10 +23,11 @@ import pytest
 
 from endpointslice_operator.testing.controlplane import missing_assets, server_version
 
-REAL_MARKERS = ("realcluster", "dataplane")
+REAL_MARKERS = ("realcluster", "dataplane", "node")
 HOW_TO_RUN = (
     "run them with KUBEBUILDER_ASSETS=$(../shared/envtest/assets v1.36) "
-    "(as root for the data plane), or ESO_TEST_KUBECONFIG=<kubeconfig>"
+    "(as root for the data plane and the node layer, docs/testing.md), "
+    "or ESO_TEST_KUBECONFIG=<kubeconfig>"
 )
 
 
@@ -106,7 +108,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     ]
     if skipped:
         terminalreporter.write_line(
-            f"{len(skipped)} real-server or data-plane tests were skipped; {HOW_TO_RUN}",
+            f"{len(skipped)} real-server, data-plane or node tests were skipped; {HOW_TO_RUN}",
             yellow=True,
             bold=True,
         )

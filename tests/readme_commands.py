@@ -33,6 +33,8 @@ REAL = "tests/realcluster/test_readme_commands.py"
 VIEW = "tests/view/test_readme_view.py"
 DATAPLANE = "tests/dataplane/test_demo.py"
 MIGRATION = "tests/realcluster/test_migration.py"
+NODE = "tests/node/test_install.py"
+IMAGE = "tests/node/test_image.py"
 
 #: command -> the test (file::function) that runs it as written.
 RUN_BY: dict[str, str] = {
@@ -52,6 +54,24 @@ RUN_BY: dict[str, str] = {
         f"{E2E}::test_try_it_without_a_cluster"
     ),
     "make run": f"{E2E}::test_make_run_without_a_cluster",
+    # The node layer's session fixture runs `make image` as written (tests/node/conftest.py).
+    "make image": f"{IMAGE}::test_the_readme_builds_the_image_with_make_image",
+    "helm install endpointslice-operator ./chart --namespace endpointslice-operator "
+    "--create-namespace": (
+        f"{NODE}::test_helm_install_from_the_readme_runs_the_operator_ready_with_its_lease"
+    ),
+    "helm upgrade endpointslice-operator ./chart -n endpointslice-operator": (
+        f"{NODE}::test_helm_upgrade_to_two_replicas_and_a_rolling_restart_fail_no_request_write_no_slice"
+    ),
+    "helm uninstall endpointslice-operator -n endpointslice-operator": (
+        f"{NODE}::test_helm_uninstall_with_the_cleanup_hook_leaves_nothing_of_ours_and_all_of_theirs"
+    ),
+    "kubectl -n endpointslice-operator rollout status deployment/endpointslice-operator": (
+        f"{NODE}::test_helm_install_from_the_readme_runs_the_operator_ready_with_its_lease"
+    ),
+    "kubectl apply -f deploy/crds/endpointselectors.endpointslice-operator.io.yaml": (
+        f"{NODE}::test_plain_manifests_from_the_readme_then_kubectl_delete_and_cleanup"
+    ),
     "make dataplane-demo": f"{DATAPLANE}::test_the_dataplane_demo_follows_a_rollout",
     "make run ARGS='--log-level debug'": f"{E2E}::test_make_run_without_a_cluster",
     "endpointslice-operator emulator --nodes 3": f"{E2E}::test_the_emulator_on_its_own",
@@ -96,29 +116,19 @@ RUN_BY: dict[str, str] = {
     ),
 }
 
-_NO_HELM = (
-    "needs the helm binary, which CI machines do not have; the chart is rendered by Helm's own "
-    "engine (helm-python-sdk), linted and schema-validated in tests/ship, and its default "
-    "rendering is what `kubectl apply -f deploy/` installs in " + REAL
-)
 _NO_DOCKER = (
-    "needs a Docker daemon, which CI machines do not have; tests/ship checks the Dockerfile "
-    "and installs what the image installs"
+    "needs a Docker daemon, which CI machines do not have; `make image` builds the same "
+    "Dockerfile with buildah in the node layer (tests/node), which checks the image and runs it"
 )
 
 #: command -> why no test runs it.
 NOT_RUN: dict[str, str] = {
     "make test": "is what CI runs (.ci/run runs exactly this command)",
-    "helm install endpointslice-operator ./chart --namespace endpointslice-operator "
-    "--create-namespace": _NO_HELM,
-    "helm uninstall endpointslice-operator -n endpointslice-operator": _NO_HELM,
-    "helm upgrade endpointslice-operator ./chart -n endpointslice-operator": _NO_HELM,
-    "kubectl -n endpointslice-operator rollout status deployment/endpointslice-operator": (
-        "waits for the operator's pod to run, and the real control plane in CI has no kubelet; "
-        "the realcluster tests run the operator as a process instead"
+    "docker build -t localhost/endpointslice-operator:0.1.0 .": _NO_DOCKER,
+    "kind load image-archive endpointslice-operator.tar": (
+        "needs kind (and Docker); the node layer imports the same archive into its node's "
+        "containerd instead"
     ),
-    "docker build -t endpointslice-operator:0.1.0 .": _NO_DOCKER,
-    "kind load docker-image endpointslice-operator:0.1.0": "needs Docker and kind. " + _NO_DOCKER,
     "kube-controller-manager --controllers=*,-endpointslice-controller": (
         "a flag of the user's own control plane; the realcluster tests run kube-controller-"
         "manager with its default controllers, as the reference to compare with"

@@ -24,6 +24,10 @@ It takes ``--kubeconfig``, ``--managed-by``, ``--namespace``, ``--lease-name`` a
 ``--dry-run`` to list without deleting. When the operator's leader-election Lease is held by a
 live holder (renewed within its duration), the operator is still running: a warning on standard
 error says that the slices will come back and names the holder (the deletion goes ahead).
+Otherwise (released when the operator stopped, or expired) the Lease itself is deleted too: it
+is the operator's last object in its namespace. ``--wait-for-operator SECONDS`` first waits up to
+that long for the Lease to be released (the chart's uninstall hook runs while the operator's pods
+are still terminating), and deletes a Lease a standby created again meanwhile.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import argparse
 import asyncio
 import os
 import sys
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -52,10 +57,20 @@ from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY
 from endpointslice_operator.reconciler.mcs import LABEL_SOURCE_CLUSTER, MCS_GROUP, MCS_VERSION
 from endpointslice_operator.settings import Settings, SettingsError, load_settings
 
-__all__ = ["cleanup", "cleanup_endpoints", "cleanup_imports", "count_imported", "main"]
+__all__ = [
+    "cleanup",
+    "cleanup_endpoints",
+    "cleanup_imports",
+    "cleanup_lease",
+    "count_imported",
+    "main",
+]
 
 PROG = "endpointslice-operator cleanup"
 PAGE_SIZE = 500
+#: The leader election's retry period (2 s, with jitter): a running standby re-reads the Lease
+#: within it.
+LEASE_RETRY_SECONDS = 3.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,6 +108,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="list what would be deleted, delete nothing"
     )
     parser.add_argument(
+        "--wait-for-operator",
+        metavar="SECONDS",
+        type=float,
+        default=0.0,
+        help="first wait up to this long for the operator to stop (its Lease released or "
+        "expired), as the chart's uninstall hook does while the operator's pods terminate "
+        "(default 0: warn and go ahead)",
+    )
+    parser.add_argument(
         "--multicluster",
         action="store_true",
         help="also delete the Multi-Cluster Services import side of ours: imported "
@@ -117,6 +141,39 @@ def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(argv, os.environ)
 
 
+async def _leases(api: client.CoordinationV1Api, settings: Settings) -> list[Any]:
+    """The Leases named ``--lease-name`` (in ``--lease-namespace``, else in any namespace)."""
+    if settings.lease_namespace:
+        try:
+            return [
+                await api.read_namespaced_lease(
+                    settings.lease_name, settings.lease_namespace, _request_timeout=10
+                )
+            ]
+        except ApiException as exc:
+            if exc.status == 404:
+                return []
+            raise
+    page = await api.list_lease_for_all_namespaces(
+        field_selector=f"metadata.name={settings.lease_name}", _request_timeout=10
+    )
+    return list(page.items)
+
+
+def _live_holder(lease: Any, now: datetime) -> str | None:
+    """``held by <holder> (renewed N s ago)`` when a holder renewed it within its duration."""
+    spec = lease.spec
+    renewed = spec.renew_time if spec is not None else None
+    if spec is None or not spec.holder_identity or renewed is None:
+        return None
+    if renewed.tzinfo is None:
+        renewed = renewed.replace(tzinfo=UTC)
+    age = (now - renewed).total_seconds()
+    if age <= (spec.lease_duration_seconds or 15):
+        return f"held by {spec.holder_identity} (renewed {age:.0f} s ago)"
+    return None
+
+
 async def live_lease_holders(settings: Settings, now: datetime | None = None) -> list[str]:
     """``<namespace>/<name> held by <holder>`` for each Lease named ``--lease-name`` (in
     ``--lease-namespace``, else in any namespace) whose holder renewed it within its duration:
@@ -124,34 +181,44 @@ async def live_lease_holders(settings: Settings, now: datetime | None = None) ->
     now = now or datetime.now(UTC)
     configuration = await load_client_configuration(settings)
     async with client.ApiClient(configuration) as api_client:
-        api = client.CoordinationV1Api(api_client)
         try:
-            if settings.lease_namespace:
-                leases = [
-                    await api.read_namespaced_lease(
-                        settings.lease_name, settings.lease_namespace, _request_timeout=10
-                    )
-                ]
-            else:
-                page = await api.list_lease_for_all_namespaces(
-                    field_selector=f"metadata.name={settings.lease_name}", _request_timeout=10
-                )
-                leases = list(page.items)
+            leases = await _leases(client.CoordinationV1Api(api_client), settings)
         except (TimeoutError, ApiException, OSError):
             return []
     held: list[str] = []
     for lease in leases:
-        spec = lease.spec
-        renewed = spec.renew_time if spec is not None else None
-        if spec is None or not spec.holder_identity or renewed is None:
-            continue
-        if renewed.tzinfo is None:
-            renewed = renewed.replace(tzinfo=UTC)
-        age = (now - renewed).total_seconds()
-        if age <= (spec.lease_duration_seconds or 15):
-            where = f"{lease.metadata.namespace}/{lease.metadata.name}"
-            held.append(f"{where} held by {spec.holder_identity} (renewed {age:.0f} s ago)")
+        live = _live_holder(lease, now)
+        if live is not None:
+            held.append(f"{lease.metadata.namespace}/{lease.metadata.name} {live}")
     return held
+
+
+async def cleanup_lease(settings: Settings, *, dry_run: bool = False) -> list[str]:
+    """Delete (or list) the operator's leader-election Lease once no live holder has it
+    (released on shutdown, or expired); ``<namespace>/<name>`` of each. A Lease still held is
+    left (the operator runs). Nothing when Leases cannot be read or deleted here (RBAC)."""
+    now = datetime.now(UTC)
+    configuration = await load_client_configuration(settings)
+    gone: list[str] = []
+    async with client.ApiClient(configuration) as api_client:
+        api = client.CoordinationV1Api(api_client)
+        try:
+            for lease in await _leases(api, settings):
+                if _live_holder(lease, now) is not None:
+                    continue
+                name, namespace = lease.metadata.name, lease.metadata.namespace
+                if not dry_run:
+                    body = client.V1DeleteOptions(
+                        preconditions=client.V1Preconditions(uid=lease.metadata.uid)
+                    )
+                    await api.delete_namespaced_lease(name, namespace, body=body)
+                gone.append(f"{namespace}/{name}")
+        except ApiException as exc:
+            if exc.status not in (403, 404, 409):
+                raise
+        except (TimeoutError, OSError):
+            pass
+    return gone
 
 
 @dataclass(frozen=True)
@@ -320,6 +387,16 @@ async def cleanup_endpoints(settings: Settings, *, dry_run: bool = False) -> int
     return await _delete_labelled(settings, dry_run, _endpoints)
 
 
+def _wait_for_operator(settings: Settings, seconds: float) -> list[str]:
+    """The live holders of the operator's Lease, after waiting up to ``seconds`` for none."""
+    deadline = time.monotonic() + seconds
+    while True:
+        held = asyncio.run(live_lease_holders(settings))
+        if not held or time.monotonic() >= deadline:
+            return held
+        time.sleep(1.0)
+
+
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     try:
@@ -330,7 +407,7 @@ def main(argv: Sequence[str]) -> int:
             sys.stderr.write(f"{PROG}: {line}\n")
         return 2 if isinstance(exc, SettingsError) else 1
     try:
-        for held in asyncio.run(live_lease_holders(settings)):
+        for held in _wait_for_operator(settings, args.wait_for_operator):
             sys.stderr.write(
                 f"{PROG}: warning: the operator is still running (Lease {held}): it will "
                 "write the slices again; stop it first (helm uninstall, or kubectl delete -f "
@@ -338,6 +415,12 @@ def main(argv: Sequence[str]) -> int:
             )
         count = asyncio.run(cleanup(settings, dry_run=args.dry_run))
         endpoints = asyncio.run(cleanup_endpoints(settings, dry_run=args.dry_run))
+        leases = asyncio.run(cleanup_lease(settings, dry_run=args.dry_run))
+        if args.wait_for_operator > 0 and leases and not args.dry_run:
+            # A standby that had not stopped yet would create the Lease again: once more after
+            # its retry period.
+            time.sleep(LEASE_RETRY_SECONDS)
+            leases += asyncio.run(cleanup_lease(settings))
         if args.multicluster:
             imports = asyncio.run(cleanup_imports(settings, dry_run=args.dry_run))
             kept = 0
@@ -350,6 +433,8 @@ def main(argv: Sequence[str]) -> int:
         sys.stderr.write(f"{PROG}: cannot reach the cluster: {exc}\n")
         return 1
     verb = "would delete" if args.dry_run else "deleted"
+    for lease in leases:
+        sys.stdout.write(f"{verb} the leader-election Lease {lease} (no live holder)\n")
     if endpoints:
         sys.stdout.write(
             f"{verb} {endpoints} Endpoints object(s) managed by {settings.managed_by}\n"

@@ -328,3 +328,66 @@ async def test_cleanup_is_quiet_about_a_lease_nobody_renews() -> None:
         _lease(emu, "replica-1", datetime.now(UTC) - timedelta(minutes=5))
         code, _, err = await _cli("cleanup", "--kubeconfig", str(emu.kubeconfig_path))
         assert (code, err) == (0, [])
+
+
+async def test_cleanup_deletes_the_operators_lease_once_no_live_holder_has_it() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        for namespace in ("ops", "team"):
+            emu.store.create_namespace(namespace)
+        _lease(emu, "", datetime.now(UTC), namespace="ops")  # released on shutdown
+        _lease(emu, "replica-1", datetime.now(UTC) - timedelta(minutes=5), namespace="team")
+        kubeconfig = str(emu.kubeconfig_path)
+        code, out, err = await _cli("cleanup", "--kubeconfig", kubeconfig, "--dry-run")
+        assert (code, err) == (0, [])
+        assert out[:2] == [
+            "would delete the leader-election Lease ops/endpointslice-operator (no live holder)",
+            "would delete the leader-election Lease team/endpointslice-operator (no live holder)",
+        ]
+        assert len(emu.store.list("leases")) == 2
+        code, out, err = await _cli(
+            "cleanup", "--kubeconfig", kubeconfig, "--lease-namespace", "ops"
+        )
+        assert (code, err) == (0, [])
+        assert (
+            out[0]
+            == "deleted the leader-election Lease ops/endpointslice-operator (no live holder)"
+        )
+        assert [lease["metadata"]["namespace"] for lease in emu.store.list("leases")] == ["team"]
+
+
+async def test_cleanup_keeps_a_lease_that_is_held() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        emu.store.create_namespace("ops")
+        _lease(emu, "replica-1", datetime.now(UTC))
+        code, out, err = await _cli("cleanup", "--kubeconfig", str(emu.kubeconfig_path))
+        assert code == 0 and "still running" in err[0]
+        assert not any("Lease" in line for line in out)
+        assert len(emu.store.list("leases")) == 1
+
+
+async def test_cleanup_waits_for_the_operator_to_release_its_lease_then_deletes_it() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        emu.store.create_namespace("ops")
+        foreign_slice(emu, "web-a", "web", "endpointslice-operator.io")
+        _lease(emu, "replica-1", datetime.now(UTC))
+
+        async def stop_the_operator() -> None:  # as the chart's hook sees it: pods terminating
+            await asyncio.sleep(2)
+            lease = emu.store.get("leases", "ops", "endpointslice-operator")
+            assert lease is not None
+            emu.store.update({**lease, "spec": {**lease["spec"], "holderIdentity": ""}})
+
+        stopping = asyncio.create_task(stop_the_operator())
+        code, out, err = await _cli(
+            "cleanup", "--kubeconfig", str(emu.kubeconfig_path), "--wait-for-operator", "30"
+        )
+        await stopping
+        assert (code, err) == (0, [])
+        assert (
+            "deleted the leader-election Lease ops/endpointslice-operator (no live holder)" in out
+        )
+        assert out[-1] == "deleted 1 EndpointSlice(s) managed by endpointslice-operator.io"
+        assert emu.store.list("leases") == []

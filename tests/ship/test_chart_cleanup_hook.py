@@ -21,6 +21,8 @@ def test_a_post_delete_job_with_its_own_account_and_rbac() -> None:
         "ClusterRole",
         "ClusterRoleBinding",
         "Job",
+        "Role",
+        "RoleBinding",
         "ServiceAccount",
     ]
     weights = {}
@@ -29,16 +31,23 @@ def test_a_post_delete_job_with_its_own_account_and_rbac() -> None:
         assert annotations[HOOK] == "post-delete"
         assert annotations["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded"
         weights[obj["kind"]] = int(annotations["helm.sh/hook-weight"])
-    # the account and its role exist before the binding, the binding before the Job
+    # the account and its roles exist before the bindings, the bindings before the Job
     assert weights["ServiceAccount"] == weights["ClusterRole"] < weights["ClusterRoleBinding"]
     assert weights["ClusterRoleBinding"] < weights["Job"]
+    assert weights["Role"] == weights["ClusterRole"]
+    assert weights["RoleBinding"] == weights["ClusterRoleBinding"]
     job = one(objects, "Job")
     spec = job["spec"]["template"]["spec"]
     assert spec["restartPolicy"] == "Never"
     assert spec["serviceAccountName"] == "eso-endpointslice-operator-cleanup"
     (main,) = spec["containers"]
     assert main["command"] == ["endpointslice-operator", "cleanup"]
-    assert main["args"] == ["--managed-by=endpointslice-operator.io"]
+    assert main["args"] == [
+        "--managed-by=endpointslice-operator.io",
+        "--lease-name=endpointslice-operator",
+        "--lease-namespace=operators",
+        "--wait-for-operator=50",
+    ]
     hook_rules = [rule for role, rule in rules(hooks) if role["kind"] == "ClusterRole"]
     assert hook_rules == [
         {
@@ -48,6 +57,41 @@ def test_a_post_delete_job_with_its_own_account_and_rbac() -> None:
         },
         {"apiGroups": [""], "resources": ["endpoints"], "verbs": ["list", "delete"]},
     ]
+    # The leader-election Lease, by name, in its namespace: read (to warn while it is held) and
+    # deleted once released.
+    assert [rule for role, rule in rules(hooks) if role["kind"] == "Role"] == [
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": ["endpointslice-operator"],
+            "verbs": ["get", "delete"],
+        }
+    ]
+
+
+def test_with_multicluster_it_cleans_the_import_side_too() -> None:
+    objects = rendered("cleanup-hook-multicluster")
+    hooks = [o for o in objects if HOOK in o["metadata"].get("annotations", {})]
+    (main,) = one(objects, "Job")["spec"]["template"]["spec"]["containers"]
+    assert main["args"] == [
+        "--managed-by=endpointslice-operator.io",
+        "--lease-name=eso-leader",
+        "--lease-namespace=kube-system",
+        "--wait-for-operator=50",
+        "--multicluster",
+    ]
+    cluster_rules = [rule for role, rule in rules(hooks) if role["kind"] == "ClusterRole"]
+    assert cluster_rules[2:] == [
+        {"apiGroups": [""], "resources": ["services"], "verbs": ["list", "delete"]},
+        {
+            "apiGroups": ["multicluster.x-k8s.io"],
+            "resources": ["serviceimports"],
+            "verbs": ["list", "delete"],
+        },
+    ]
+    (lease_role,) = [o for o in hooks if o["kind"] == "Role"]
+    assert lease_role["metadata"]["namespace"] == "kube-system"
+    assert lease_role["rules"][0]["resourceNames"] == ["eso-leader"]
 
 
 def test_namespaced_mode_cleans_only_the_watched_namespaces() -> None:
@@ -57,6 +101,9 @@ def test_namespaced_mode_cleans_only_the_watched_namespaces() -> None:
         "--managed-by=esop.example.com",
         "--namespace=team-a",
         "--namespace=team-b",
+        "--lease-name=endpointslice-operator",
+        "--lease-namespace=operators",
+        "--wait-for-operator=50",
     ]
     hook_roles = [o for o in objects if o["metadata"]["name"].endswith("-cleanup")]
     assert sorted((o["kind"], o["metadata"].get("namespace")) for o in hook_roles) == [

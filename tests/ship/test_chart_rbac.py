@@ -99,9 +99,13 @@ def test_only_the_expected_grants(objects: list[dict[str, Any]], value_set: str)
     if value_set in ENDPOINTS_WRITING_SETS:
         allowed[("", "endpoints")] = READ | ENDPOINTS_WRITES
     if value_set.startswith("cleanup-hook"):
-        # the uninstall hook deletes our Endpoints too (test_chart_cleanup_hook.py)
+        # the uninstall hook deletes our Endpoints too, and the released leader-election Lease
+        # (test_chart_cleanup_hook.py)
         allowed[("", "endpoints")] = READ | {"delete"}
-    if value_set in MCS_SETS:
+        allowed[("coordination.k8s.io", "leases")] = allowed[("coordination.k8s.io", "leases")] | {
+            "delete"
+        }
+    if value_set in MCS_SETS or value_set == "cleanup-hook-multicluster":
         allowed.update(MCS_ALLOWED)
     for key, verbs in _grants(objects).items():
         assert key in allowed, f"unexpected grant on {key}"
@@ -115,7 +119,7 @@ def test_writes_only_endpointslices_events_and_leases(
     if value_set in ENDPOINTS_WRITING_SETS or value_set.startswith("cleanup-hook"):
         assert "endpoints" in written
         written.discard("endpoints")
-    if value_set in MCS_SETS:
+    if value_set in MCS_SETS or value_set == "cleanup-hook-multicluster":
         mcs_written = {"services", "serviceimports", "serviceimports/status"}
         assert mcs_written | {"serviceexports/status"} <= written
         written -= mcs_written | {"serviceexports/status"}
@@ -186,7 +190,8 @@ def test_bindings_reference_rendered_roles_and_our_service_account(
         # the operator's account, or the cleanup hook's for the hook's own role
         (subject,) = binding["subjects"]
         assert subject in accounts
-        assert subject["name"].endswith("-cleanup") == ref["name"].endswith("-cleanup")
+        hook_role = ref["name"].endswith(("-cleanup", "-cleanup-lease"))
+        assert subject["name"].endswith("-cleanup") == hook_role
 
 
 def test_multicluster_grants_only_when_enabled() -> None:

@@ -51,7 +51,7 @@ def test_default_deployment() -> None:
     )
     assert pod["spec"]["serviceAccountName"] == one(objects, "ServiceAccount")["metadata"]["name"]
     main = container(objects)
-    assert main["image"] == "endpointslice-operator:0.1.0"
+    assert main["image"] == "localhost/endpointslice-operator:0.1.0"
     # The image's ENTRYPOINT is `endpointslice-operator run`; no args unless extraArgs.
     assert "command" not in main and "args" not in main
     assert main["ports"] == [{"name": "metrics", "containerPort": 8080, "protocol": "TCP"}]

@@ -20,6 +20,7 @@ from scripts.render_manifests import (
     DEPLOY_MANIFEST,
     ROOT,
     default_manifest,
+    render_objects,
 )
 
 EXAMPLES = sorted((ROOT / "deploy" / "examples").glob("*.yaml"))
@@ -41,11 +42,14 @@ def test_chart_dashboard_is_the_docs_dashboard() -> None:
 def test_chart_crd_is_the_deploy_crd_and_rendered_kept() -> None:
     source_path = CRD_SOURCE_DIR / "endpointselectors.endpointslice-operator.io.yaml"
     assert (CRD_CHART_DIR / source_path.name).read_bytes() == source_path.read_bytes(), STALE
-    (crd,) = [o for o in _documents(DEPLOY_MANIFEST) if o["kind"] == "CustomResourceDefinition"]
+    (crd,) = [o for o in render_objects() if o["kind"] == "CustomResourceDefinition"]
     (source,) = _documents(source_path)
     assert crd["spec"] == source["spec"]
-    # Uninstalling must not delete the CRD (and with it every EndpointSelector).
+    # Uninstalling must not delete the CRD (and with it every EndpointSelector): helm keeps
+    # it, and deploy/ leaves it out (applied on its own, so `kubectl delete -f deploy/` never
+    # deletes it).
     assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+    assert [o for o in _documents(DEPLOY_MANIFEST) if o["kind"] == "CustomResourceDefinition"] == []
     kubernetes_validate.validate(source, "1.33", strict=True)
 
 

@@ -44,6 +44,11 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
     "write-endpoints": {"writeEndpoints": True},
     "endpoints-annotation-writes": {"endpoints": {"write": True}, "namespaces": ["team-a"]},
     "cleanup-hook": {"cleanupOnUninstall": {"enabled": True}},
+    "cleanup-hook-multicluster": {
+        "cleanupOnUninstall": {"enabled": True},
+        "multicluster": {"enabled": True},
+        "leaderElection": {"leaseName": "eso-leader", "leaseNamespace": "kube-system"},
+    },
     "multicluster": {
         "multicluster": {
             "enabled": True,

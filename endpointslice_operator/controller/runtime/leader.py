@@ -274,15 +274,18 @@ class LeaderElector:
     async def _acquire(self, stop: asyncio.Event) -> bool:
         """Try every retry period (with jitter) until the Lease is ours; False if stopped."""
         loop = asyncio.get_running_loop()
+        announced = ""
         while not stop.is_set():
             if await self._attempt(loop.time() + self.renew_deadline):
                 return True
-            if self.observed_holder and self.observed_holder != self.identity:
-                logger.debug(
-                    "Lease %s/%s is held by %s",
+            if self.observed_holder not in ("", self.identity, announced):
+                announced = self.observed_holder
+                logger.info(
+                    "Standby: the leader is %s (Lease %s/%s); taking over if it stops renewing",
+                    announced,
                     self.namespace,
                     self.name,
-                    self.observed_holder,
+                    extra={"identity": self.identity},
                 )
             delay = self.retry_period * (1.0 + self._rng.random() * JITTER_FACTOR)
             if await _wait_event(stop, delay):

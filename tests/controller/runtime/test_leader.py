@@ -172,6 +172,31 @@ async def test_a_standby_takes_over_within_one_lease_period_when_the_leader_dies
             await run_b
 
 
+async def test_a_standby_says_at_info_level_that_it_is_one_and_who_leads(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with run_emulator() as emu, client(emu) as api:
+        a, b = elector(api, "a"), elector(api, "b")
+        term_a = Term()
+        run_a = asyncio.create_task(a.run(term_a.lead))
+        await term_a.started.wait()
+        with caplog.at_level("INFO", logger="endpointslice_operator.controller.runtime.leader"):
+            run_b = asyncio.create_task(b.run(Term().lead))
+            await asyncio.sleep(10)  # five retries of the standby: it says so once
+        said = [r for r in caplog.records if r.getMessage().startswith("Standby:")]
+        assert [(r.levelname, r.getMessage()) for r in said] == [
+            (
+                "INFO",
+                f"Standby: the leader is a (Lease {NAMESPACE}/{LEASE}); "
+                "taking over if it stops renewing",
+            )
+        ]
+        for task in (run_b, run_a):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
 async def test_a_lease_held_by_a_dead_replica_is_taken_after_the_lease_duration() -> None:
     async with run_emulator() as emu, client(emu) as api:
         emu.store.create(
