@@ -3,22 +3,22 @@
 :class:`Operator` wires everything for one replica and can run in-process (tests, the demo):
 
 * Pods, Services and EndpointSlices, the kinds with many objects or events, are listed and
-  watched by :mod:`.list_watch` (no per-object framework cost, see docs/performance.md).
-  Endpoints (core/v1) too, but only once something needs them (:mod:`.on_demand`): with
+  watched by :mod:`.watch.list_watch` (no per-object framework cost, see docs/performance.md).
+  Endpoints (core/v1) too, but only once something needs them (:mod:`.cache.on_demand`): with
   ``--write-endpoints``, when Endpoints of ours are left from an earlier run, or from the
   first sync of a Service that asks for Endpoints or mirrors them.
 * Nodes: Kopf runs with a private registry holding only our ``on.event`` handlers
   and a login handler that hands Kopf the same credentials the kubernetes-asyncio client uses
-  (see :mod:`.kopf_wiring` for the settings that make it a pure watcher).
+  (see :mod:`.watch.kopf_wiring` for the settings that make it a pure watcher).
 * Readiness: once the initial listings are in, meaning every index holds at least as many
   objects as the API server reports for that kind (a ``limit=1`` list, re-asked every 2 s);
   Endpoints, when needed from the start, once their first listing has ended.
 * Re-lists: after a kind is listed again (a watch that expired with 410), objects the listing
-  left out are checked with the API server and forgotten if gone (:mod:`.relist`).
+  left out are checked with the API server and forgotten if gone (:mod:`.watch.relist`).
 * Leader election (when enabled) gates the queue workers only: every replica watches and keeps
   its indexes warm; the leader builds a fresh queue, queues every relevant Service once and
   runs the workers; losing the Lease stops them; stopping releases the Lease.
-* A reset API server (its resourceVersions went backwards, see :mod:`.reset`) ends the round:
+* A reset API server (its resourceVersions went backwards, see :mod:`.api.reset`) ends the round:
   its write fence closes at once (no write, no Event from the old caches goes out any more),
   the workers are cancelled and their queue dropped, the Lease is left as it is (no release
   into a state that never knew this term), watches and Kopf stop, every index is dropped,
@@ -91,7 +91,7 @@ READINESS_RECOUNT_INTERVAL = 2.0
 """How often the expected counts are asked from the API server again."""
 SHUTDOWN_TIMEOUT = 10.0
 ALWAYS_WATCHED = ("pods", "services", "endpointslices")
-"""The kinds of :data:`.list_watch.KINDS` watched from the start (Endpoints: on demand)."""
+"""The kinds of :data:`.watch.list_watch.KINDS` watched from the start (Endpoints: on demand)."""
 
 
 class OperatorFailed(RuntimeError):
@@ -167,7 +167,7 @@ class Operator:
         self._kopf_stop: asyncio.Future[None] | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._fence: WriteFence | None = None
-        """The current round's write fence (see :mod:`.reset`)."""
+        """The current round's write fence (see :mod:`.api.reset`)."""
 
     # -- public control ---------------------------------------------------------------------
 
@@ -464,7 +464,7 @@ class Operator:
         self, api_client: ApiClient, router: EventRouter, index: EndpointsIndex
     ) -> None:
         """List and watch core/v1 Endpoints into ``index`` until the round ends (started by
-        ``index.want()``, see :mod:`.on_demand`); the end of the first listing queues the
+        ``index.want()``, see :mod:`.cache.on_demand`); the end of the first listing queues the
         Services that waited for it."""
         namespaces = list(self.settings.namespaces)
 

@@ -14,7 +14,7 @@ it needs and nothing else, and keeps every setting of the client:
   ``verify_ssl``; ``tls-server-name``), or, when a proxy is configured or for any other
   ``ApiClient``, the client's aiohttp session (``rest_client.pool_manager``, whose connector
   holds the TLS context) with ``rest_client.proxy`` / ``proxy_headers`` (kubeconfig
-  ``proxy-url`` or :func:`~.api_client.resolve_env_proxy`) and ``server_hostname``, passed per
+  ``proxy-url`` or :func:`~.client.resolve_env_proxy`) and ``server_hostname``, passed per
   request as ``RESTClientObject.request`` does;
 * the client's default headers (``User-Agent``) and cookie;
 * authentication through ``ApiClient.update_params_for_auth`` on every request, as the

@@ -330,7 +330,7 @@ class ServiceIndex:
 
     def put_selector(self, key: str, namespace: str, selector: Selector | None) -> None:
         """Enter (or, with None, drop) the pod selector of another owner kind (see
-        :mod:`.owners`; ``key`` is its owner key) in the same per-namespace index, so that
+        :mod:`.owner_kinds`; ``key`` is its owner key) in the same per-namespace index, so that
         :meth:`selecting` names it beside the Services."""
         selectors = self._selectors[namespace]
         if selector is not None:
@@ -557,7 +557,7 @@ class NodeIndex:
 
 @dataclass(frozen=True, slots=True)
 class SliceRef:
-    """Where a slice belongs (its owner's key, see :mod:`.owners`, and managed-by label), and
+    """Where a slice belongs (its owner's key, see :mod:`.owner_kinds`, and managed-by label), and
     which object it is."""
 
     service: str | None

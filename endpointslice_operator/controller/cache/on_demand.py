@@ -1,12 +1,12 @@
 """A list-watch started by its first user and kept from then on.
 
 Two watches of the operator cost every install something only some use: ResourceClaims
-(:mod:`.claim_watch`, for device networks) and core/v1 Endpoints (for the Endpoints the operator
-writes, and for mirroring). Each index of theirs carries an :class:`OnDemand` state: the first
-sync that needs the watch calls :meth:`OnDemand.want`, which starts it; until every watched
-scope has been listed once, those syncs write nothing (they have not seen the objects they
-would write over) and are noted; the end of the first listing (:meth:`OnDemand.scope_listed`)
-hands them back to be queued again. Once started the watch stays for the round.
+(:mod:`..watch.claim_watch`, for device networks) and core/v1 Endpoints (for the Endpoints the
+operator writes, and for mirroring). Each index of theirs carries an :class:`OnDemand` state: the
+first sync that needs the watch calls :meth:`OnDemand.want`, which starts it; until every watched
+scope has been listed once, those syncs write nothing (they have not seen the objects they would
+write over) and are noted; the end of the first listing (:meth:`OnDemand.scope_listed`) hands them
+back to be queued again. Once started the watch stays for the round.
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ def register(kind: OwnerKind) -> OwnerKind:
 ENDPOINT_SELECTOR = register(
     OwnerKind("EndpointSelector", "endpointselector", LABEL_ENDPOINT_SELECTOR_NAME)
 )
-"""EndpointSelector (KEP-6116's shape, our CRD): see :mod:`.endpoint_selector`."""
+"""EndpointSelector (KEP-6116's shape, our CRD): see :mod:`..endpoint_selector`."""
 
 SERVICE_IMPORT = register(OwnerKind("ServiceImport", "serviceimport", LABEL_MCS_SERVICE_NAME))
 """ServiceImport (Multi-Cluster Services, ``--multicluster``): its imported slices carry

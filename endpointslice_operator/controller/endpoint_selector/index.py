@@ -189,7 +189,7 @@ class EndpointSelectorIndex:
         """The API server serves the CRD (found by discovery)."""
         self.counts: dict[str, EndpointCounts] = {}
         """Per key, the endpoints of the slices the last successful sync published (written by
-        the syncer, read by :mod:`.endpoint_selector_status`)."""
+        the syncer, read by :mod:`.status`)."""
         self.shown: dict[str, EndpointCounts] = {}
         """Per key, the counts the object's status showed when last seen."""
 

@@ -14,7 +14,7 @@ next round. The patches go through :class:`~..writer.ObjectWriter` (:func:`statu
 the round's write fence as every other write of the operator: none is made from counts that
 predate a reset of the API server.
 
-Why not through Kopf's patch, as the ``Ready`` condition is (:mod:`.endpoint_selector_watch`):
+Why not through Kopf's patch, as the ``Ready`` condition is (:mod:`.watch`):
 Kopf's only periodic per-object handlers (timers, daemons) hold a finalizer on every object,
 and a finalizer nobody removes (the operator uninstalled or stopped) blocks deleting the
 EndpointSelectors, their namespaces and the CRD. This writer is one task, costs nothing while

@@ -4,7 +4,7 @@ The CRD (``deploy/crds/endpointselectors.endpointslice-operator.io.yaml``) may b
 after the operator starts, or never. :func:`serve_endpoint_selectors` therefore asks discovery
 whether ``endpointslice-operator.io/v1alpha1`` serves ``endpointselectors`` and, while it does
 not (or listing is forbidden), asks again with the DRA claim watch's backoff
-(:func:`.claim_watch.retry_delays`: 5 s doubling up to 5 minutes), so installing the CRD or
+(:func:`..watch.claim_watch.retry_delays`: 5 s doubling up to 5 minutes), so installing the CRD or
 granting the RBAC later needs no restart (the discovery, listing and Kopf start are shared:
 :func:`~endpointslice_operator.controller.watch.kopf_serving.serve_with_kopf`).
 
@@ -53,7 +53,7 @@ def register_endpoint_selector_handler(
     relisting: Relisting | None = None,
 ) -> None:
     """The ``on.event`` handler of EndpointSelectors on ``registry``; every event is noted
-    by ``relisting`` (objects a re-listing leaves out, see :mod:`.endpoint_selector_relist`)."""
+    by ``relisting`` (objects a re-listing leaves out, see :mod:`.relist`)."""
 
     @kopf.on.event(GROUP, VERSION, PLURAL, id="endpointselector", registry=registry)
     async def on_endpoint_selector(event: Mapping[str, Any], patch: Any, **_: Any) -> None:

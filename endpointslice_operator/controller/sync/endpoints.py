@@ -25,7 +25,7 @@ recorded as upstream records them: ``FailedToCreateEndpoint`` / ``FailedToUpdate
 Warning Events on the Endpoints object.
 
 The Endpoints are watched only once something needs them (``--write-endpoints``, or the first
-Service that asks, see :class:`~.on_demand.OnDemand`); until their first listing is in, a
+Service that asks, see :class:`~..cache.on_demand.OnDemand`); until their first listing is in, a
 Service that asks gets nothing written (an Endpoints object of someone else's may be there).
 """
 

@@ -22,7 +22,7 @@ Rules:
 The Endpoints watch starts with the first sync of a mirroring Service (if
 ``--write-endpoints`` has not started it), which waits for its first listing.
 Only the Endpoints objects of Services that mirror are held whole in memory (see
-:mod:`.endpoints_index`); one listed before its Service was known is read once from the API.
+:mod:`..cache.endpoints_index`); one listed before its Service was known is read once from the API.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The ResourceClaim watch behind the ``<prefix>/device-network`` source (see :mod:`.claims`).
+"""The ResourceClaim watch behind the ``<prefix>/device-network`` source (see
+:mod:`..cache.claims`).
 
 Started by the first sync of a Service that uses a device network (never otherwise, so a
 cluster without DRA, or an install without the RBAC for claims, sees no request for them).

@@ -12,8 +12,8 @@ handlers ``register`` put on its registry, until cancelled. Objects deleted whil
 had expired are found by the kinds' :class:`~.relist.Relisting`, which the handlers feed, and
 whose count runs here while Kopf does.
 
-Used by EndpointSelectors (:mod:`.owners.endpoint_selector_watch`) and by the Multi-Cluster
-Services' ServiceExports and ServiceImports of this cluster (:mod:`.mcs.kopf_handlers`).
+Used by EndpointSelectors (:mod:`..endpoint_selector.watch`) and by the Multi-Cluster
+Services' ServiceExports and ServiceImports of this cluster (:mod:`..mcs.kopf_handlers`).
 """
 
 from __future__ import annotations

@@ -23,12 +23,12 @@ Kopf. Each event goes straight to the router, with Kopf's conventions:
   was reset): list again (at once, unless the last listing is less than ``backoff`` seconds
   old). Other failures are retried after ``backoff`` seconds, logged once per cause with a
   count (:class:`~endpointslice_operator.retry_log.RetryLog`), not once per attempt.
-* every resourceVersion delivered goes into the shared :class:`~.reset.Watermark`; a listing
+* every resourceVersion delivered goes into the shared :class:`~..api.reset.Watermark`; a listing
   whose resourceVersion is below the one this watch had reached, or a resumed watch that
   answers with an event older than the version it resumed from, calls ``on_reset`` (see
-  :mod:`.reset`). A broken watch, or a server saying it is behind the version asked for, calls
+  :mod:`..api.reset`). A broken watch, or a server saying it is behind the version asked for, calls
   ``on_suspect``: the operator then asks the server for its current resourceVersion at once
-  (and holds its writes until it knows, see :class:`~.reset.WriteFence`).
+  (and holds its writes until it knows, see :class:`~..api.reset.WriteFence`).
 
 One watch per namespace when the operator is scoped to namespaces, else one cluster-wide.
 """

@@ -156,7 +156,7 @@ class EventRouter:
         self.queue: ServiceQueue | None = None
         self.events_seen = 0
         self.watermark = watermark if watermark is not None else Watermark()
-        """The highest resourceVersion delivered by any watch (see :mod:`.reset`)."""
+        """The highest resourceVersion delivered by any watch (see :mod:`..api.reset`)."""
         self.topology_live = False
         self.relistings: dict[str, Relisting] = {}
         """Per kind, once the initial listings are in (:meth:`track_relists`): a later listing
