@@ -33,7 +33,7 @@ from .labels import LABEL_HEADLESS, LABEL_MANAGED_BY, LAST_CHANGE_TRIGGER_TIME, 
 from .labels import is_service_ip_set as _is_service_ip_set
 from .ports import find_port, service_ports
 from .records import PodRecord, as_pod_record
-from .sources import AddressSource, LeftOut
+from .sources import Addresses, AddressSource, LeftOut
 
 __all__ = [
     "ANNOTATION_OVER_CAPACITY",
@@ -239,8 +239,9 @@ def _pod_ip(service: Mapping[str, Any], pod: PodRecord, source: AddressSource | 
     (a secondary network: the same addresses the Service's slices carry)."""
     want_v6 = _family_ipv6(service, pod)
     if source is None:
-        return next((ip for ip in pod.pod_ips if _is_ipv6(ip) == want_v6), None)
-    found = source.addresses(pod)
+        found: Addresses | LeftOut = Addresses(pod.ipv4, pod.ipv6)  # canonical, as upstream's
+    else:
+        found = source.addresses(pod)
     if isinstance(found, LeftOut):
         return None
     pool = found.ipv6 if want_v6 else found.ipv4

@@ -195,3 +195,12 @@ def test_repack_orders_ports_as_kube_controller_manager_v1_36() -> None:
     ports = [{"name": f"p{i}", "port": 9000 + i, "protocol": "TCP"} for i in (3, 1, 7, 2, 9, 5, 4)]
     packed = repack_subsets([{"addresses": [{"ip": "1.2.3.4"}], "ports": ports}])
     assert [p["name"] for p in packed[0]["ports"]] == ["p3", "p1", "p9", "p5", "p4", "p2", "p7"]
+
+
+def test_pod_ips_are_published_canonical() -> None:
+    """As kube-controller-manager v1.36's Endpoints controller writes them (measured with
+    StrictIPCIDRValidation off): ``10.052.0.3`` is ``10.52.0.3``, ``fd00:0::1`` is ``fd00::1``."""
+    v4 = plan_endpoints(service(), [pod(0, ip="10.052.0.3")], None)
+    assert ips(v4) == ["10.52.0.3"]
+    v6 = plan_endpoints(service(ipFamilies=["IPv6"]), [pod(0, ips=["fd00:0::1"])], None)
+    assert ips(v6) == ["fd00::1"]
