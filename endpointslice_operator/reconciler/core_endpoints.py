@@ -7,9 +7,10 @@ Service's selector, or our selector annotation): unlike upstream, a selectorless
 skipped here.
 
 Deliberate differences from upstream, none of which changes what a consumer reads:
-- Upstream orders the subsets, and the ports inside a subset, by an MD5 hash of Go's debug
-  printing of each; we order them by their content (ports by number, name, protocol; subsets by
-  their ports, then addresses). Addresses are ordered as upstream does (IP, then targetRef UID).
+- Upstream orders the subsets by an FNV-1a hash (MD5 before 1.35) of Go's debug printing of
+  each; we order them by their content (their ports, then addresses). The ports inside a
+  subset are in upstream's order (``portsByHash``, the v1.36 hash, as kube-controller-manager
+  v1.36 writes them), addresses too (IP, then targetRef UID).
 - Upstream merges two equal ports of different subsets only when their ``appProtocol`` is the
   same Go pointer; we compare values (for pods this is the same result).
 """
@@ -22,15 +23,17 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, Literal
 
 from .desired import IPV6
+from .gohash import core_port_dump, fnv1a_128_hex
 from .ipaddr import canonical_ip
 from .labels import LABEL_HEADLESS, LABEL_MANAGED_BY, LAST_CHANGE_TRIGGER_TIME, format_trigger_time
 from .labels import is_service_ip_set as _is_service_ip_set
 from .ports import find_port, service_ports
 from .records import PodRecord, as_pod_record
-from .sources import AddressSource, LeftOut
+from .sources import Addresses, AddressSource, LeftOut
 
 __all__ = [
     "ANNOTATION_OVER_CAPACITY",
@@ -126,9 +129,15 @@ def _port_dict(value: _PortValue) -> dict[str, Any]:
     return result
 
 
-def _port_order(value: _PortValue) -> tuple[int, str, str, str]:
+def _port_content(value: _PortValue) -> tuple[int, str, str, str]:
     name, number, protocol, app = value
     return number, name, protocol, app or ""
+
+
+@lru_cache(maxsize=1024)
+def _port_order(value: _PortValue) -> str:
+    """Upstream ``portsByHash``: FNV-1a 128 of the port's Go dump (MD5 before 1.35)."""
+    return fnv1a_128_hex(core_port_dump(*value))
 
 
 def _list(value: Any) -> list[Any]:
@@ -195,7 +204,7 @@ def repack_subsets(subsets: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]
 
 
 def _subset_order(subset: Mapping[str, Any]) -> str:
-    ports = [_port_order(_port_value(p)) for p in _list(subset.get("ports"))]
+    ports = [_port_content(_port_value(p)) for p in _list(subset.get("ports"))]
     return json.dumps(
         [ports, subset.get("addresses") or [], subset.get("notReadyAddresses") or []],
         sort_keys=True,
@@ -230,8 +239,9 @@ def _pod_ip(service: Mapping[str, Any], pod: PodRecord, source: AddressSource | 
     (a secondary network: the same addresses the Service's slices carry)."""
     want_v6 = _family_ipv6(service, pod)
     if source is None:
-        return next((ip for ip in pod.pod_ips if _is_ipv6(ip) == want_v6), None)
-    found = source.addresses(pod)
+        found: Addresses | LeftOut = Addresses(pod.ipv4, pod.ipv6)  # canonical, as upstream's
+    else:
+        found = source.addresses(pod)
     if isinstance(found, LeftOut):
         return None
     pool = found.ipv6 if want_v6 else found.ipv4

@@ -4,15 +4,22 @@ An endpoint port is the tuple ``(name, port, protocol, appProtocol)``; ``name`` 
 ``appProtocol`` may be ``None`` (a nil pointer upstream), which differs from ``""``.
 A port set is a tuple of those in a canonical order, and that tuple is its own grouping key:
 upstream keys groups by a hash of the (in-place sorted) list, where a nil and an empty list
-hash the same; here both are ``()``. Upstream's order is FNV hash order, which tests compare
-unordered; ours is a plain deterministic sort.
+hash the same; here both are ``()``.
+
+The canonical order is upstream's, so that a slice's ``ports`` are written byte for byte as
+kube-controller-manager writes them: since Kubernetes 1.35 (staging ``k8s.io/endpointslice``)
+the ports are sorted by the 128-bit FNV-1a hash (hex) of each port's Go dump (``dump.ForHash``,
+go-spew's ``%#v``). Kubernetes 1.34 and older hashed the same dump with MD5, so their order
+differs (the operator writes v1.36's; docs/testing.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any, NamedTuple
 
+from .gohash import fnv1a_128_hex, slice_port_dump
 from .records import ContainerPort, PodRecord
 
 __all__ = [
@@ -20,6 +27,8 @@ __all__ = [
     "PortKey",
     "ServicePort",
     "find_port",
+    "in_hash_order",
+    "port_hash",
     "port_key",
     "port_key_text",
     "ports_from_dicts",
@@ -39,13 +48,17 @@ class ServicePort(NamedTuple):
     target: int | str
 
 
-def _sort_key(port: EndpointPort) -> tuple[tuple[bool, Any], ...]:
-    return tuple((value is None, value if value is not None else 0) for value in port)
+@lru_cache(maxsize=1024)
+def port_hash(port: EndpointPort) -> str:
+    """Upstream's sort key of one port: the hex FNV-1a 128 of its Go dump (cached: a
+    Service's few ports are hashed once, not once per pod)."""
+    return fnv1a_128_hex(slice_port_dump(*port))
 
 
 def port_key(ports: Iterable[EndpointPort]) -> PortKey:
-    """The canonical, hashable form of a port set (order-insensitive; nil == empty)."""
-    return tuple(sorted(ports, key=_sort_key))
+    """The canonical, hashable form of a port set (order-insensitive; nil == empty), in
+    upstream's order (:func:`port_hash`)."""
+    return tuple(sorted(ports, key=port_hash))
 
 
 def port_key_text(key: PortKey) -> str:
@@ -61,20 +74,26 @@ def ports_from_dicts(ports: Any) -> PortKey:
     """Port key of an existing slice's ``ports`` list (malformed entries are ignored)."""
     if not isinstance(ports, list) or not ports:
         return ()
-    result: list[EndpointPort] = []
-    for port in ports:
-        if not isinstance(port, Mapping):
-            continue
-        number = port.get("port")
-        result.append(
-            (
-                _str_or_none(port.get("name")),
-                number if isinstance(number, int) and not isinstance(number, bool) else None,
-                _str_or_none(port.get("protocol")),
-                _str_or_none(port.get("appProtocol")),
-            )
-        )
-    return port_key(result)
+    return port_key(_port_tuple(port) for port in ports if isinstance(port, Mapping))
+
+
+def _port_tuple(port: Mapping[str, Any]) -> EndpointPort:
+    number = port.get("port")
+    return (
+        _str_or_none(port.get("name")),
+        number if isinstance(number, int) and not isinstance(number, bool) else None,
+        _str_or_none(port.get("protocol")),
+        _str_or_none(port.get("appProtocol")),
+    )
+
+
+def in_hash_order(ports: Any) -> list[Any]:
+    """An existing slice's ``ports`` entries, as they are, in upstream's order: upstream sorts
+    an existing slice's ports in place when it computes the slice's port key, so a slice it
+    updates is written with its ports in hash order (a slice left unchanged keeps its order)."""
+    if not isinstance(ports, list):
+        return []
+    return sorted(ports, key=lambda p: port_hash(_port_tuple(p)) if isinstance(p, Mapping) else "")
 
 
 def ports_to_dicts(key: PortKey) -> list[dict[str, Any]]:

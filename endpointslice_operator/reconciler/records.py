@@ -90,7 +90,7 @@ class PodRecord(NamedTuple):
     pod_ips: tuple[str, ...]
     """``status.podIPs[*].ip`` as given (for change detection)."""
     ipv4: tuple[str, ...]
-    """IPv4 addresses from ``status.podIPs``, as given (IPv4-mapped IPv6 included)."""
+    """Canonical IPv4 addresses from ``status.podIPs`` (IPv4-mapped IPv6 included)."""
     ipv6: tuple[str, ...]
     ready: bool
     ready_transition: str | None
@@ -198,8 +198,7 @@ def _reusable_ips(
 def _parse_pod_ips(
     pod_ips: Any, errors: list[str]
 ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    """``(as given, IPv4, IPv6)``, each address as given; invalid addresses go to
-    ``errors``."""
+    """``(as given, canonical IPv4, canonical IPv6)``; invalid addresses go to ``errors``."""
     raw_ips: list[str] = []
     ipv4: list[str] = []
     ipv6: list[str] = []
@@ -214,14 +213,17 @@ def _parse_pod_ips(
             errors.append(_ip_error(ip, parsed))
             raw_ips.append(ip)
             continue
-        # Published as given, as upstream's controller does (getEndpointAddresses copies
-        # status.podIPs; only the family comes from the sloppy parse, so 10.052.0.3 stays as
-        # written and ::ffff:10.52.0.4 goes, as written, into an IPv4 slice). Servers from
-        # v1.32 on refuse such pod IPs; older ones (v1.24) accept them. (Not interned: an
-        # address is one pod's, and an interning table entry would cost more than sharing
-        # it saves.)
+        # Published in canonical form, as upstream's controllers do since 1.33 (a sloppy parse,
+        # then Go's String(): 10.052.0.3 is 10.52.0.3, fd00:0::1 is fd00::1, ::ffff:10.52.0.4
+        # is the IPv4 address 10.52.0.4). kube-apiserver v1.36 refuses a non-canonical address
+        # in an EndpointSlice, yet keeps such pod IPs (IPv6 forms with a warning, legacy ones
+        # stored before an upgrade). v1.24's controller copied them as given: the operator
+        # follows v1.36. The usual IP is canonical already: one string serves both fields.
+        # (Not interned: an address is one pod's, and an interning table entry would cost
+        # more than sharing it saves.)
+        canonical = parsed[0]
         raw_ips.append(ip)
-        (ipv6 if parsed[1] else ipv4).append(ip)
+        (ipv6 if parsed[1] else ipv4).append(ip if canonical == ip else canonical)
     given = tuple(raw_ips)
     return (
         given,

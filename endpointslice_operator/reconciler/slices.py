@@ -21,7 +21,7 @@ from typing import Any
 from .cached_slice import CachedSlice, ParsedBody
 from .endpoints import EndpointKey, EndpointState, existing_entry
 from .labels import LABEL_SERVICE_NAME
-from .ports import PortKey, ports_from_dicts, ports_to_dicts
+from .ports import PortKey, in_hash_order, ports_from_dicts, ports_to_dicts
 
 __all__ = [
     "API_VERSION",
@@ -309,7 +309,7 @@ def copy_for_update(
     result["apiVersion"] = API_VERSION
     result["kind"] = KIND
     result["metadata"] = metadata
-    result["ports"] = json_copy(existing.get("ports") or [])
+    result["ports"] = in_hash_order(json_copy(existing.get("ports") or []))
     result["endpoints"] = endpoints
     return result
 

@@ -14,7 +14,14 @@ from typing import Any, Protocol
 import yaml
 from aiohttp import web
 
-from endpointslice_operator.testing import eventsview, protobuf, resources, scale, tables
+from endpointslice_operator.testing import (
+    eventsview,
+    protobuf,
+    resources,
+    scale,
+    tables,
+    validation,
+)
 from endpointslice_operator.testing.errors import ApiError, Cause, bad_request, expired
 from endpointslice_operator.testing.faults import FaultConfig, FaultInjector
 from endpointslice_operator.testing.list_options import check_list_options
@@ -96,6 +103,19 @@ def json_response(
 ) -> web.Response:
     raw = body if isinstance(body, bytes) else encode(body)
     return web.Response(body=raw, status=status, content_type=JSON_TYPE, headers=headers)
+
+
+_WARNED_KINDS = frozenset({"pods", "endpoints", "services"})
+
+
+def written_response(info: ResourceInfo, raw: bytes, status: int = 200) -> web.Response:
+    """A write's answer, with v1.36's ``Warning: 299 - "..."`` headers for non-canonical IPv6
+    addresses (pods, Endpoints, Services)."""
+    response = json_response(raw, status)
+    if not info.group and info.plural in _WARNED_KINDS:
+        for text in validation.ip_warnings(info.group, info.plural, json.loads(raw)):
+            response.headers.add("Warning", "299 - " + json.dumps(text))
+    return response
 
 
 def field_selector(info: ResourceInfo, text: str | None) -> FieldSelector:
@@ -332,7 +352,7 @@ class ApiApp:
             self._check_body_namespace(info, ns, body)
             result = self.store.api_create(info, body, dry_run=dry_run)
             request[CREATED_NAME] = body["metadata"]["name"]  # for the request log
-            return json_response(result.raw, 201)
+            return written_response(info, result.raw, 201)
         if not name:
             if verb == "deletecollection":
                 return await self._delete_collection(request, target, dry_run)
@@ -344,7 +364,7 @@ class ApiApp:
             result = self.store.api_update(
                 info, ns, name, body, subresource=target.subresource or None, dry_run=dry_run
             )
-            return json_response(result.raw, 200 if existed else 201)
+            return written_response(info, result.raw, 200 if existed else 201)
         if verb == "patch":
             content_type = request.headers.get("Content-Type", "")
             patch = await self._body(request, any_json=True)
@@ -357,7 +377,7 @@ class ApiApp:
                 subresource=target.subresource or None,
                 dry_run=dry_run,
             )
-            return json_response(result.raw)
+            return written_response(info, result.raw)
         if verb == "delete":
             options = await self._delete_options(request)
             result = self.store.api_delete(info, ns, name, **options)

@@ -197,5 +197,13 @@ def default_endpoint_slice(obj: JSON, old: JSON | None) -> None:
             obj.setdefault(key, None)
 
 
+def default_endpoints(obj: JSON) -> None:
+    """core/v1 Endpoints: a subset's port protocol defaults to TCP."""
+    for subset in obj.get("subsets") or []:
+        for port in (subset or {}).get("ports") or []:
+            if isinstance(port, dict):
+                port.setdefault("protocol", "TCP")
+
+
 def default_lease(obj: JSON, old: JSON | None) -> None:
     obj.setdefault("spec", {})

@@ -8,6 +8,8 @@ the request that caused them.
 
 from __future__ import annotations
 
+import asyncio
+
 from endpointslice_operator.testing.control_loop import ControlLoop
 from endpointslice_operator.testing.resources import ResourceInfo
 from endpointslice_operator.testing.store import (
@@ -22,6 +24,11 @@ from endpointslice_operator.testing.watch import ADDED, DELETED, Event
 
 WorkItem = tuple[str, ResourceInfo, str, str, str]  # (action, resource, namespace, name, uid)
 KUBELET = "kubelet"
+NAMESPACE_SETTLE_SECONDS = 0.5
+"""A deleted namespace stays Terminating at least this long (on the loop's clock), so a create
+right after the DELETE gets kube-apiserver's 403 Forbidden, as it does from v1.36 while
+kube-controller-manager's namespace controller has yet to see the deletion, discover the
+namespace's kinds and empty it (it is not removed at once, then 404)."""
 
 
 class Controllers(ControlLoop[WorkItem]):
@@ -32,6 +39,7 @@ class Controllers(ControlLoop[WorkItem]):
     def __init__(self, store: Store) -> None:
         super().__init__()
         self.store = store
+        self._terminating_since: dict[str, float] = {}
         store.add_listener(self._on_event)
 
     # -----------------------------------------------------------------------------------------
@@ -219,6 +227,14 @@ class Controllers(ControlLoop[WorkItem]):
         if remaining:
             self._report_remaining(namespaces, name, remaining, finalizers)
             return
+        now = asyncio.get_running_loop().time()
+        since = self._terminating_since.setdefault(name, now)
+        if now - since < NAMESPACE_SETTLE_SECONDS:
+            self.after(
+                since + NAMESPACE_SETTLE_SECONDS - now, ("namespace", namespaces, "", name, "")
+            )
+            return
+        self._terminating_since.pop(name, None)
         spec_finalizers = (namespace.get("spec") or {}).get("finalizers") or []
         if NAMESPACE_FINALIZER in spec_finalizers:
             namespace["spec"]["finalizers"] = [

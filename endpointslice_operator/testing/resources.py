@@ -14,7 +14,7 @@ JSON = dict[str, Any]
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 SUBRESOURCE_VERBS = ("get", "patch", "update")
 
-NameRule = Literal["subdomain", "label", "dns1035"]
+NameRule = Literal["subdomain", "label", "dns1035", "any"]
 #: The ``scale`` subresource speaks autoscaling/v1 Scale, whatever its parent's kind.
 SCALE_KIND = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
 
@@ -108,7 +108,8 @@ RESOURCES: tuple[ResourceInfo, ...] = (
         allow_create_on_update=True,
     ),
     ResourceInfo(
-        "", "v1", "events", "event", "Event", True, ("ev",), allow_create_on_update=True
+        "", "v1", "events", "event", "Event", True, ("ev",), allow_create_on_update=True,
+        name_rule="any",  # core Events: any name or prefix (web., Web_X); events.k8s.io checks
     ),
     ResourceInfo(
         "discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice", True

@@ -548,13 +548,13 @@ class Store:
     def _new_uid(self) -> str:
         return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
 
-    def _check_namespace(self, info: ResourceInfo, namespace: str) -> None:
+    def _check_namespace(self, info: ResourceInfo, namespace: str, name: str = "") -> None:
         if not info.namespaced:
             return
         if namespace not in self._objects["namespaces"].get("", {}):
             raise not_found("namespaces", "", namespace)
         if namespace in self._terminating:
-            raise strategy.terminating_namespace(info, namespace)
+            raise strategy.terminating_namespace(info, namespace, name)
 
     # -----------------------------------------------------------------------------------------
     # Create
@@ -619,7 +619,7 @@ class Store:
         namespace = (meta.get("namespace") or "") if info.namespaced else ""
         if not info.namespaced:
             meta.pop("namespace", None)  # BeforeCreate clears it for cluster-scoped kinds
-        self._check_namespace(info, namespace)
+        self._check_namespace(info, namespace, meta.get("name") or "")
         strategy.prepare_for_create(info, obj, keep_status=keep_status)
         meta["creationTimestamp"] = format_timestamp(self.clock())
         strategy.apply_defaults(info, obj, None, self.cluster_ips)

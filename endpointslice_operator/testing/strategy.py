@@ -83,14 +83,15 @@ def check_identity(info: ResourceInfo, obj: JSON) -> None:
         )
 
 
-def terminating_namespace(info: ResourceInfo, namespace: str) -> ApiError:
+def terminating_namespace(info: ResourceInfo, namespace: str, name: str = "") -> ApiError:
     """The 403 for creates in a namespace being deleted (the NamespaceLifecycle admission)."""
-    details: JSON = {"name": "", "kind": info.plural}
+    details: JSON = {"name": name, "kind": info.plural}
     if info.group:
         details["group"] = info.group
+    subject = f'{info.plural} "{name}"' if name else info.plural
     return ApiError(
         403,
-        f"{info.plural} is forbidden: unable to create new content in namespace {namespace} "
+        f"{subject} is forbidden: unable to create new content in namespace {namespace} "
         "because it is being terminated",
         reason="Forbidden",
         details=details,
@@ -115,6 +116,8 @@ def apply_defaults(
         defaults.default_namespace(obj, old)
     elif info.key == ENDPOINT_SLICES:
         defaults.default_endpoint_slice(obj, old)
+    elif info.key == "endpoints":
+        defaults.default_endpoints(obj)
     elif info.key == "leases.coordination.k8s.io":
         defaults.default_lease(obj, old)
     elif info.key in ("deployments.apps", "replicasets.apps"):

@@ -295,17 +295,96 @@ def _non_canonical(address: str, ip: ipaddress.IPv4Address | ipaddress.IPv6Addre
     return None
 
 
-@functools.lru_cache(maxsize=CACHE_SIZE)
-def pod_ip_error(address: str) -> str | None:
-    """Why ``address`` may not be a pod IP (None when it may): v1.36 refuses what does not
-    parse strictly and any non-canonical form (``10.052.0.3``, ``::ffff:10.52.0.4``)."""
+_SLOPPY_IPV4 = re.compile(r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}").fullmatch
+
+
+def _leading_zeros(address: str) -> bool:
+    """An IPv4 text Go's sloppy parser reads and the strict one refuses (``10.052.0.3``)."""
+    return _SLOPPY_IPV4(address) is not None and all(
+        int(part) <= 255 for part in address.split(".")
+    )
+
+
+def strict_ip_error(address: str) -> str | None:
+    """v1.36's strict parsing of an IP in a pod, an Endpoints address or a Service: what does
+    not parse, leading zeros and IPv4-mapped IPv6 are refused; an IPv6 text in another form
+    than the canonical one is accepted with a warning (:func:`ip_warnings`)."""
     if "%" in address:
         return "must be a valid IP address"
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
-        return "must be a valid IP address"
-    return _non_canonical(address, ip)
+        return (
+            "must not have leading 0s" if _leading_zeros(address) else "must be a valid IP address"
+        )
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return "must not be an IPv4-mapped IPv6 address"
+    return None
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def pod_ip_error(address: str) -> str | None:
+    """Why ``address`` may not be a pod IP (None when it may): v1.36 refuses what does not
+    parse strictly (``10.052.0.3``, ``::ffff:10.52.0.4``) and only warns of a non-canonical
+    IPv6 text (``fd00:0::1``)."""
+    return strict_ip_error(address)
+
+
+def _ipv6_warning(path: str, address: Any) -> str | None:
+    if not isinstance(address, str) or ":" not in address or strict_ip_error(address):
+        return None
+    canonical = ipaddress.IPv6Address(address).compressed
+    if canonical == address:
+        return None
+    return (
+        f'{path}: IPv6 address "{address}" should be in RFC 5952 canonical format ("{canonical}")'
+    )
+
+
+def _ip_paths(group: str, plural: str, obj: JSON) -> Iterable[tuple[str, Any]]:
+    """(field path, address) of every IP the API server parses strictly in an object."""
+    if group:
+        return
+    if plural == "pods":
+        status = obj.get("status") or {}
+        for i, entry in enumerate(status.get("podIPs") or []):
+            yield f"status.podIPs[{i}].ip", (entry or {}).get("ip")
+    elif plural == "endpoints":
+        for i, subset in enumerate(obj.get("subsets") or []):
+            for key in ("addresses", "notReadyAddresses"):
+                for j, address in enumerate((subset or {}).get(key) or []):
+                    yield f"subsets[{i}].{key}[{j}].ip", (address or {}).get("ip")
+    elif plural == "services":
+        spec = obj.get("spec") or {}
+        for key in ("clusterIPs", "externalIPs"):
+            for i, address in enumerate(spec.get(key) or []):
+                if address != "None":
+                    yield f"spec.{key}[{i}]", address
+
+
+def ip_warnings(group: str, plural: str, obj: JSON) -> list[str]:
+    """The ``Warning:`` texts v1.36 answers a write of ``obj`` with: one per IPv6 address in a
+    non-canonical form (pods, Endpoints, Services; an EndpointSlice refuses them)."""
+    found = (_ipv6_warning(path, address) for path, address in _ip_paths(group, plural, obj))
+    return [text for text in found if text is not None]
+
+
+def _strict_ip_causes(group: str, plural: str, obj: JSON) -> list[Cause]:
+    causes: list[Cause] = []
+    for path, address in _ip_paths(group, plural, obj):
+        error = (
+            strict_ip_error(address) if isinstance(address, str) else "must be a valid IP address"
+        )
+        if error is not None:
+            causes.append(invalid_value(path, address, error))
+    return causes
+
+
+def validate_endpoints(obj: JSON, old: JSON | None) -> list[Cause]:
+    """core/v1 Endpoints: the addresses' strict parsing (v1.36)."""
+    if old is not None and obj.get("subsets") == old.get("subsets"):
+        return []
+    return _strict_ip_causes("", "endpoints", obj)
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
@@ -320,6 +399,8 @@ def ip_address_error(address: str, version: int) -> str | None:
             ipaddress.IPv4Address(address) if version == 4 else ipaddress.IPv6Address(address)
         )
     except ValueError:
+        if version == 4 and _leading_zeros(address):
+            return "must not have leading 0s"
         return f"must be a valid IPv{version} address"
     if "%" in address:
         return "must be a valid IPv6 address"
@@ -610,6 +691,10 @@ def validate_service(obj: JSON, old: JSON | None) -> list[Cause]:
             causes.append(invalid_value(f"{base}.targetPort", target, detail))
     causes.extend(validate_labels(spec.get("selector"), "spec.selector"))
     causes.extend(_validate_ip_families(spec))
+    if old is None or (old.get("spec") or {}).get("externalIPs") != spec.get("externalIPs"):
+        causes.extend(
+            _strict_ip_causes("", "services", {"spec": {"externalIPs": spec.get("externalIPs")}})
+        )
     if old is not None:
         old_spec = old.get("spec") or {}
         old_ip = old_spec.get("clusterIP")
@@ -745,6 +830,7 @@ KIND_VALIDATORS: dict[tuple[str, str], Callable[[JSON, JSON | None], list[Cause]
     ("discovery.k8s.io", "endpointslices"): validate_endpoint_slice,
     ("", "pods"): validate_pod,
     ("", "services"): validate_service,
+    ("", "endpoints"): validate_endpoints,
     ("coordination.k8s.io", "leases"): validate_lease,
     ("", "events"): validate_core_event,
     ("events.k8s.io", "events"): validate_events_v1_event,

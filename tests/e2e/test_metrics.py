@@ -77,7 +77,9 @@ async def test_metrics_after_a_known_sequence() -> None:
 
 async def test_mirroring_metrics() -> None:
     """Upstream's endpoint_slice_mirroring_controller_* for a Service mirroring its Endpoints;
-    the slice controller's gauges do not count it."""
+    the slice controller's gauges do not count it. One address over the per-subset cap is
+    skipped (an invalid IP, the other way to skip one, cannot be stored: v1.36 refuses it in
+    Endpoints, and so does the emulator)."""
     async with run_emulator() as emu:
         cluster(emu)
         emu.store.create(
@@ -88,14 +90,14 @@ async def test_mirroring_metrics() -> None:
                 "subsets": [
                     {
                         "addresses": [{"ip": "192.0.2.1"}, {"ip": "192.0.2.2"}],
-                        "notReadyAddresses": [{"ip": "not-an-ip"}],
+                        "notReadyAddresses": [{"ip": "192.0.2.3"}],
                         "ports": [{"port": 5432, "protocol": "TCP"}],
                     }
                 ],
             }
         )
         service(emu, "db", annotations={"endpointslice-operator.io/source": "endpoints"})
-        async with running_operator(emu, serve_health=True) as op:
+        async with running_operator(emu, serve_health=True, max_endpoints_per_subset=2) as op:
             assert op.health is not None
             await eventually(lambda: len(addresses(emu, "db")) == 2)
             await settle(op)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from endpointslice_operator.testing import Emulator
+from endpointslice_operator.testing.gc import NAMESPACE_SETTLE_SECONDS
 from tests.emulator.conftest import Client, endpoint_slice
 
 TEAM = "/apis/discovery.k8s.io/v1/namespaces/team/endpointslices"
@@ -61,4 +64,27 @@ async def test_deleting_a_namespace_empties_it_first(emu: Emulator, client: Clie
 
     emu.store.patch("endpointslices", "team", "held", {"metadata": {"finalizers": None}})
     await emu.wait_idle()
+    await asyncio.sleep(NAMESPACE_SETTLE_SECONDS)  # Terminating a moment longer, as on a server
+    await emu.wait_idle()
     assert emu.store.get("namespaces", None, "team") is None
+
+
+async def test_a_create_right_after_the_delete_is_forbidden(emu: Emulator, client: Client) -> None:
+    """v1.36: a namespace just deleted that still holds objects answers creates with 403 while
+    it is Terminating (the emulator removed it at once, then 404)."""
+    emu.store.create_namespace("team")
+    emu.store.create(endpoint_slice("free"), namespace="team")
+    status, _ = await client.delete("/api/v1/namespaces/team")
+    assert status == 200
+    status, body = await client.post(TEAM, endpoint_slice("late"))
+    assert status == 403, body
+    assert body["message"] == (
+        'endpointslices "late" is forbidden: unable to create new content in namespace team '
+        "because it is being terminated"
+    )
+    assert body["details"]["name"] == "late"
+    await emu.wait_idle()
+    await asyncio.sleep(NAMESPACE_SETTLE_SECONDS)
+    await emu.wait_idle()
+    status, _ = await client.post(TEAM, endpoint_slice("later"))
+    assert status == 404

@@ -45,6 +45,9 @@ class Step:
     save_continue: str = ""
     """Keep a list's ``metadata.continue`` token under this name; later parameters say
     ``{continue:<name>}``."""
+    warnings: bool = False
+    """Compare the ``Warning:`` headers too (the facts become ``(facts, warnings)``); those
+    about a deprecated API or field are left out (the emulator does not send them)."""
 
 
 @dataclass
@@ -118,6 +121,9 @@ async def run_step(kube: Kube, step: Step, ns: str, saved: dict[str, str] | None
         ) as response:
             raw = await response.read()
             status = response.status
+            warned = tuple(
+                text for text in response.headers.getall("Warning", []) if "deprecated" not in text
+            )
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
@@ -133,6 +139,8 @@ async def run_step(kube: Kube, step: Step, ns: str, saved: dict[str, str] | None
             (body.get("metadata") or {}).get("continue", "")
         )
     facts = step.facts(body) if step.facts is not None and 200 <= status < 300 else None
+    if step.warnings:
+        facts = (facts, warned)
     return Result(status, reason, causes, facts)
 
 

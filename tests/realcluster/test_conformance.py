@@ -48,6 +48,19 @@ ON_PURPOSE: dict[str, str] = {}
 
 Row = tuple[Any, ...]
 
+IPV6_FORMS = (
+    ("ipv6 zero group", "fd00:0::1"),
+    ("ipv6 upper case", "FD00:26::9"),
+    ("ipv6 written out", "fd00:0000:0000:0000:0000:0000:0000:0001"),
+)
+LEGACY_FORMS = (("leading zeros", "10.052.0.3"), ("ipv4-mapped", "::ffff:10.52.0.4"))
+
+
+def _subsets_fact(ip: str) -> str:
+    """The ``subsets`` fact of an Endpoints object with one address and port 80."""
+    return json.dumps([{"addresses": [{"ip": ip}], "ports": [{"port": 80, "protocol": "TCP"}]}])
+
+
 OLDER_SERVERS: dict[str, dict[str, tuple[Row, str]]] = {
     "1.24": {
         "slice bad ip": (
@@ -86,6 +99,29 @@ OLDER_SERVERS: dict[str, dict[str, tuple[Row, str]]] = {
                 "non-canonical one (leading zeros, IPv4-mapped IPv6)",
             )
             for label, ip in (("leading zeros", "10.052.0.3"), ("ipv4-mapped", "::ffff:10.52.0.4"))
+        },
+        **{
+            f"pod status {label}": (
+                (200, "", (), ((json.dumps(ip),), ())),
+                "v1.24 keeps an IPv6 pod IP in any form without a warning; v1.36 warns",
+            )
+            for label, ip in IPV6_FORMS
+        },
+        **{
+            f"endpoints {label}": (
+                (201, "", (), ((_subsets_fact(ip),), ())),
+                "v1.24 keeps an Endpoints address in any form it parses sloppily, without a "
+                "warning; v1.36 warns of IPv6 forms and refuses leading zeros and IPv4-mapped",
+            )
+            for label, ip in (*IPV6_FORMS, *LEGACY_FORMS)
+        },
+        **{
+            f"svc externalIPs {label}": (
+                (201, "", (), ((json.dumps([ip]),), ())),
+                "v1.24 keeps externalIPs in any form it parses sloppily, without a warning; "
+                "v1.36 warns of IPv6 forms and refuses leading zeros and IPv4-mapped",
+            )
+            for label, ip in (*IPV6_FORMS, *LEGACY_FORMS)
         },
         **{
             f"slice {label}": (
@@ -256,6 +292,49 @@ def generate_name_steps() -> list[Step]:
     ]  # fmt: skip
 
 
+def endpoints_ip_steps() -> list[Step]:
+    """core/v1 Endpoints addresses and Service externalIPs in every form (dry runs): v1.36
+    keeps an IPv6 text in another form than the canonical one with a ``Warning:`` header and
+    refuses leading zeros and IPv4-mapped IPv6."""
+
+    def endpoints(ip: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Endpoints",
+            "metadata": {"name": "forms"},
+            "subsets": [{"addresses": [{"ip": ip}], "ports": [{"port": 80}]}],
+        }
+
+    forms = (*IPV6_FORMS, *LEGACY_FORMS)
+    return [
+        *[
+            Step(f"endpoints {label}", "POST", f"{NSP}/endpoints", endpoints(ip), params=DRY,
+                 facts=fields("subsets"), warnings=True)
+            for label, ip in forms
+        ],
+        *[
+            Step(f"svc externalIPs {label}", "POST", f"{NSP}/services",
+                 service("forms", externalIPs=[ip]), params=DRY,
+                 facts=fields("spec.externalIPs"), warnings=True)
+            for label, ip in forms
+        ],
+    ]  # fmt: skip
+
+
+def just_deleted_namespace_steps() -> list[Step]:
+    """A namespace deleted while it holds objects (without finalizers): creates are refused
+    (403) while it is Terminating, which lasts until the namespace controller has emptied it."""
+    base = "/api/v1/namespaces/{ns}-u"
+    return [
+        Step("ns3 create", "POST", "/api/v1/namespaces",
+             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "{ns}-u"}},
+             facts=fields("status.phase")),
+        Step("ns3 pod", "POST", f"{base}/pods", pod("p"), facts=kind_and_name),
+        Step("ns3 delete", "DELETE", "/api/v1/namespaces/{ns}-u", facts=fields("status.phase")),
+        Step("ns3 create right after", "POST", f"{base}/services", service("late")),
+    ]  # fmt: skip
+
+
 def terminating_namespace_steps() -> list[Step]:
     """What a namespace being deleted still accepts: creates of each kind (refused), a dry
     run, updates (accepted)."""
@@ -377,6 +456,20 @@ def steps() -> list[Step]:
                 facts=fields("status.podIP"),
             )
             for label, ip in (("leading zeros", "10.052.0.3"), ("ipv4-mapped", "::ffff:10.52.0.4"))
+        ],
+        # IPv6 forms v1.36 keeps in a pod with a warning (an EndpointSlice refuses them)
+        *[
+            Step(
+                f"pod status {label}",
+                "PATCH",
+                f"{NSP}/pods/p0/status",
+                {"status": {"podIP": ip, "podIPs": [{"ip": ip}]}},
+                params=DRY,
+                content_type=MERGE,
+                facts=fields("status.podIP"),
+                warnings=True,
+            )
+            for label, ip in IPV6_FORMS
         ],
         Step(
             "pods by label",
@@ -576,6 +669,15 @@ def steps() -> list[Step]:
         # events, as the operator's recorder posts and aggregates them
         Step("event create", "POST", f"{NSP}/events", EVENT, facts=fields("reason", "count")),
         Step(
+            "event generateName dot",
+            "POST",
+            f"{NSP}/events",
+            _generated(EVENT, "web."),
+            params=DRY,
+            facts=kind_and_name,
+        ),
+        *endpoints_ip_steps(),
+        Step(
             "event patch",
             "PATCH",
             f"{NSP}/events/web.conf",
@@ -653,6 +755,7 @@ def steps() -> list[Step]:
             facts=lambda b: (b["status"]["phase"], terminating_condition(b)),
         ),
         Step("ns2 create inside", "POST", "/api/v1/namespaces/{ns}-t/services", service("late")),
+        *just_deleted_namespace_steps(),
         *terminating_namespace_steps(),
         Step(
             "ns2 pod terminating",

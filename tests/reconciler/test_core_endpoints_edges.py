@@ -101,7 +101,8 @@ def test_repack_orders_ports_that_differ_only_in_app_protocol() -> None:
         {"name": "p", "port": 80, "appProtocol": "a"},
     ]
     packed = repack_subsets([{"addresses": [{"ip": "1.2.3.4"}], "ports": ports}])
-    assert [p.get("appProtocol") for p in packed[0]["ports"]] == [None, "a", "h2c"]
+    # upstream's portsByHash order (FNV-1a 128 of each port's Go dump, v1.36)
+    assert [p.get("appProtocol") for p in packed[0]["ports"]] == [None, "h2c", "a"]
 
 
 def test_repack_order_of_port_less_subsets_is_canonical() -> None:
@@ -186,3 +187,20 @@ def test_a_plan_without_a_write_and_an_external_name_plan() -> None:
     assert external.errors == []
     with pytest.raises(AttributeError):  # slots: a misspelt field is an error
         external.truncatd = True  # type: ignore[attr-defined]
+
+
+def test_repack_orders_ports_as_kube_controller_manager_v1_36() -> None:
+    """Read off kube-controller-manager v1.36.2's Endpoints for ports ``p3 p1 p7 p2 p9 p5 p4``
+    (tests/realcluster/test_parity_ports.py holds it to the server)."""
+    ports = [{"name": f"p{i}", "port": 9000 + i, "protocol": "TCP"} for i in (3, 1, 7, 2, 9, 5, 4)]
+    packed = repack_subsets([{"addresses": [{"ip": "1.2.3.4"}], "ports": ports}])
+    assert [p["name"] for p in packed[0]["ports"]] == ["p3", "p1", "p9", "p5", "p4", "p2", "p7"]
+
+
+def test_pod_ips_are_published_canonical() -> None:
+    """As kube-controller-manager v1.36's Endpoints controller writes them (measured with
+    StrictIPCIDRValidation off): ``10.052.0.3`` is ``10.52.0.3``, ``fd00:0::1`` is ``fd00::1``."""
+    v4 = plan_endpoints(service(), [pod(0, ip="10.052.0.3")], None)
+    assert ips(v4) == ["10.52.0.3"]
+    v6 = plan_endpoints(service(ipFamilies=["IPv6"]), [pod(0, ips=["fd00:0::1"])], None)
+    assert ips(v6) == ["fd00::1"]

@@ -10,6 +10,8 @@ import pytest
 from endpointslice_operator.reconciler.ports import (
     EndpointPort,
     ServicePort,
+    in_hash_order,
+    port_hash,
     port_key,
     ports_from_dicts,
     ports_to_dicts,
@@ -31,17 +33,37 @@ def test_a_port_set_has_one_key_whatever_the_order() -> None:
     assert len(keys) == 1
 
 
-def test_the_key_orders_set_values_before_nil_ones() -> None:
-    """The order new slices list their ports in: by name, then number, protocol and
-    appProtocol, a nil value after every set one."""
+SPEC_ORDER = (3, 1, 7, 2, 9, 5, 4)
+"""Ports ``p3 p1 p7 p2 p9 p5 p4`` (8000+i, targetPort 9000+i), the case of issue 34."""
+
+
+def test_the_key_is_in_kube_controller_manager_v1_36_order() -> None:
+    """Read off kube-controller-manager v1.36.2's slice for that Service (tests/realcluster/
+    test_parity_ports.py holds it to the server): FNV-1a 128 order of each port."""
+    key = port_key((f"p{i}", 9000 + i, "TCP", None) for i in SPEC_ORDER)
+    assert [name for name, _, _, _ in key] == ["p1", "p5", "p2", "p7", "p4", "p3", "p9"]
+
+
+def test_the_hash_tells_nil_from_empty_and_app_protocol() -> None:
     assert port_key(PORTS) == (
-        ("dns", 53, "UDP", None),
         ("http", 80, "TCP", "kubernetes.io/h2c"),
-        ("http", 80, "TCP", None),
-        ("metrics", 9090, "TCP", None),
-        (None, 8080, "TCP", None),
+        ("dns", 53, "UDP", None),
         (None, None, None, None),
+        ("http", 80, "TCP", None),
+        (None, 8080, "TCP", None),
+        ("metrics", 9090, "TCP", None),
     )
+    assert port_hash(("", 80, "TCP", None)) != port_hash((None, 80, "TCP", None))
+
+
+def test_an_updated_slice_keeps_its_port_entries_in_hash_order() -> None:
+    """Upstream sorts an existing slice's ports in place, so its update lists them in hash
+    order; each entry stays as it was."""
+    existing = [{"name": f"p{i}", "port": 9000 + i, "protocol": "TCP"} for i in range(1, 10)]
+    ordered = in_hash_order(existing)
+    assert [p["name"] for p in ordered] == [name for name, _, _, _ in ports_from_dicts(existing)]
+    assert sorted(ordered, key=lambda p: p["port"]) == existing
+    assert in_hash_order(None) == []
 
 
 def test_ports_from_dicts_reads_each_port_and_skips_what_is_not_an_object() -> None:
@@ -65,8 +87,13 @@ def test_ports_that_are_not_a_list_or_empty_are_no_ports(ports: Any) -> None:
 def test_ports_read_back_as_written() -> None:
     key = port_key(PORTS)
     written = ports_to_dicts(key)
-    assert written[0] == {"name": "dns", "port": 53, "protocol": "UDP"}
-    assert written[-1] == {}
+    assert written[0] == {
+        "name": "http",
+        "port": 80,
+        "protocol": "TCP",
+        "appProtocol": "kubernetes.io/h2c",
+    }
+    assert written[2] == {}
     assert ports_from_dicts(written) == key
 
 

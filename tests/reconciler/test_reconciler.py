@@ -79,7 +79,7 @@ def _reconcile_1_pod_cases() -> list[Any]:
     named = {**managed, "kubernetes.io/service-name": "foo"}
     headless = {**named, "service.kubernetes.io/headless": ""}
     v4 = {"IPv4": [_endpoint("1.2.3.4")]}
-    v6 = {"IPv6": [_endpoint("1234::5678:0000:0000:9abc:def0")]}
+    v6 = {"IPv6": [_endpoint("1234::5678:0:0:9abc:def0")]}
     labelled = svc()
     labelled["metadata"]["labels"] = {"foo": "bar"}
     bad_labels = svc()

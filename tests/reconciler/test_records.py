@@ -185,10 +185,8 @@ def test_pod_record_projects_what_the_reconciler_reads() -> None:
             ],
         )
     )
-    # as given, as upstream publishes them; only the family comes from parsing (an
-    # IPv4-mapped IPv6 address is IPv4)
-    assert record.ipv4 == ("10.0.0.1", "::ffff:10.0.0.2")
-    assert record.ipv6 == ("fd00::0001",)
+    assert record.ipv4 == ("10.0.0.1", "10.0.0.2")
+    assert record.ipv6 == ("fd00::1",)
     assert record.pod_ips == ("10.0.0.1", "fd00::0001", "::ffff:10.0.0.2")
     assert record.ready and record.ready_transition == "2026-01-01T00:00:00Z"
     assert not record.terminating
@@ -243,7 +241,7 @@ def test_an_update_reuses_the_previous_records_parsed_ips() -> None:
     assert endpoint_ip.cache_info().currsize == 0  # nothing parsed again
     assert update.phase == "Running"
     assert update.pod_ips is first.pod_ips
-    assert (update.ipv4, update.ipv6) == (("10.0.0.1", "::ffff:10.0.0.2"), ("fd00::0001",))
+    assert (update.ipv4, update.ipv6) == (("10.0.0.1", "10.0.0.2"), ("fd00::1",))
     assert update.ipv4 is first.ipv4 and update.ipv6 is first.ipv6
 
 
