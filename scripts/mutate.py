@@ -801,7 +801,10 @@ def _run_tests(
     copy_root: Path, tests: tuple[str, ...], timeout: float | None
 ) -> tuple[bool, float]:
     """``(passed, seconds)`` of the tests against the package copy under ``copy_root``."""
-    env = {**os.environ, "PYTHONPATH": str(copy_root), "PYTHONDONTWRITEBYTECODE": "1"}
+    # ROOT after the copy: the tests (and conftest) of this checkout, even when the
+    # virtualenv's editable install points at another checkout of the repository.
+    path = os.pathsep.join((str(copy_root), str(ROOT)))
+    env = {**os.environ, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
     command = [
         "nice", "-n", "19", str(Path(sys.executable).parent / "pytest"),
         "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--import-mode=append",
