@@ -373,6 +373,57 @@ async def test_retries_of_one_cause_are_one_line_and_a_bug_is_an_error_with_trac
     assert len(shown) <= len(warnings) + len(errors) + 1  # and at most one "recovered" line
 
 
+@pytest.mark.parametrize(("causes", "forgotten"), [(256, False), (257, True)])
+async def test_the_queue_remembers_the_256_most_recent_causes_of_retries(
+    caplog: pytest.LogCaptureFixture, causes: int, forgotten: bool
+) -> None:
+    """A cause of retries is remembered (its line goes on with a count) among the 256 most
+    recent ones; behind 256 others it is forgotten, and its next failure is a first line."""
+    queue = ServiceQueue(expected_errors=(Unreachable,), max_retries=1000, max_backoff=1.0)
+    outcomes = [f"cause-{n}" for n in range(causes)] + ["cause-0", "ok"]
+
+    async def behave(_: str) -> None:
+        outcome = outcomes.pop(0)
+        if outcome != "ok":
+            raise Unreachable(outcome)
+
+    queue.add("ns/svc")
+    with caplog.at_level(logging.INFO, logger="endpointslice_operator.controller.queue"):
+        await run_until_idle(queue, Recorder(behave))
+    assert outcomes == []
+    last = caplog.records[-1].getMessage()
+    if forgotten:
+        assert last == "Work queue endpoint_slice: a sync failed, retrying: cause-0"
+    else:  # the same cause, 256 s after its first line: the count so far
+        assert last.startswith("Work queue endpoint_slice: a sync still failing after 2 attempts")
+
+
+async def test_retry_lines_name_the_service_and_the_queue(caplog: pytest.LogCaptureFixture) -> None:
+    """The structured fields of every retry line (JSON logs): ``service`` and ``queue``."""
+    queue = ServiceQueue(name="mirroring", expected_errors=(Unreachable,), max_backoff=1.0)
+    outcomes = ["down", "bug", "ok"]
+
+    async def behave(_: str) -> None:
+        outcome = outcomes.pop(0)
+        if outcome == "down":
+            raise Unreachable("connection refused")
+        if outcome == "bug":
+            raise RuntimeError("boom")
+
+    queue.add("ns/svc")
+    with caplog.at_level(logging.INFO, logger="endpointslice_operator.controller.queue"):
+        await run_until_idle(queue, Recorder(behave))
+    lines = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r.getMessage() for r in lines] == [
+        "Work queue mirroring: a sync failed, retrying: connection refused",
+        "Unexpected error syncing ns/svc, retrying (attempt 2 of 15): RuntimeError: boom",
+    ]
+    assert [(r.__dict__.get("service"), r.__dict__.get("queue")) for r in lines] == [
+        ("ns/svc", "mirroring"),
+        ("ns/svc", "mirroring"),
+    ]
+
+
 async def test_a_burst_of_adds_while_waiting_drops_nothing() -> None:
     """Every pod event of a burst re-adds the key at once; each attempt finds the cache behind."""
     metrics = OperatorMetrics()
