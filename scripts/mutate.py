@@ -43,6 +43,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from scripts import mutation_scores
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "endpointslice_operator"
 
@@ -887,6 +889,15 @@ def _score(killed: int, total: int, equivalent: int) -> str:
     return f"{killed}/{scored} = {100 * killed / scored:.1f}%" if scored else "no mutants"
 
 
+def _stamp() -> str:
+    """``<date> at <commit>`` of the score table (today, the checkout's HEAD)."""
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, check=False
+    )
+    commit = head.stdout.decode().strip() if head.returncode == 0 else "(no commit)"
+    return f"{time.strftime('%Y-%m-%d', time.gmtime())} at {commit}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.mutate", description=__doc__)
     parser.add_argument("modules", nargs="*", help=f"default: all of {len(MODULES)}")
@@ -914,13 +925,18 @@ def main(argv: list[str] | None = None) -> int:
         total, killed, equivalent, survivors = run_module(module, only, args.jobs)
         rows.append((module, total, killed, equivalent, len(survivors)))
         print(f"{module}: {_score(killed, total, equivalent)} killed", flush=True)
-    print("\n| module | mutants | equivalent | killed | survived | score |")
-    print("|---|---:|---:|---:|---:|---:|")
+    stamp = _stamp()
+    print("\n| Module | Mutants | Equivalent | Killed | Survived | Score | Measured |")
+    print("|---|---:|---:|---:|---:|---:|---|")
     for module, total, killed, equivalent, survived in rows:
+        relative = module.removeprefix(f"{PACKAGE}/")
         print(
-            f"| `{module}` | {total} | {equivalent} | {killed} | {survived} | "
-            f"{_score(killed, total, equivalent)} |"
+            f"| `{relative}` | {total} | {equivalent} | {killed} | {survived} | "
+            f"{_score(killed, total, equivalent)} | {stamp}, "
+            f"code {mutation_scores.module_fingerprint(relative)} |"
         )
+    if only is not None:
+        print("(--only: the rows count those lines' mutants, not the module's)")
     return 1 if any(row[4] for row in rows) else 0
 
 
