@@ -517,6 +517,12 @@ EQUIVALENT: dict[str, str] = {
         "entries come first, as many each time): equal standings stay equal, different ones "
         "different"
     ),
+    # controller/owners/endpoint_selector_status.py (issue 35's operators)
+    "endpointslice_operator/controller/owners/endpoint_selector_status.py:status_writer:"
+    'Str->XX:return ObjectWriter(api_client, collection, ("uid",), fence=fence)': (
+        "the delete preconditions of a writer that only patches the status (write_counts): "
+        "read by ObjectWriter.delete alone, which nothing calls on it"
+    ),
 }
 """:attr:`Mutant.key` (``module:function:operator:source line``, `` #2`` for the second alike)
 -> why the mutant cannot change behaviour."""
