@@ -517,6 +517,12 @@ EQUIVALENT: dict[str, str] = {
         "entries come first, as many each time): equal standings stay equal, different ones "
         "different"
     ),
+    # controller/queue.py (issue 35's operators)
+    "endpointslice_operator/controller/queue.py:refund:Stmt->Pass:self._refill(now)": (
+        "the refill and the refunded token are both capped at burst: refilled before or "
+        "after the token is added (by the next reserve), the bucket holds min(burst, tokens "
+        "+ elapsed * qps + 1) either way, and _last is set by that next refill"
+    ),
     # controller/owners/endpoint_selector_status.py (issue 35's operators)
     "endpointslice_operator/controller/owners/endpoint_selector_status.py:status_writer:"
     'Str->XX:return ObjectWriter(api_client, collection, ("uid",), fence=fence)': (
