@@ -151,6 +151,44 @@ async def test_add_after_earlier_deadline_wins() -> None:
     assert handler.calls == [(3.0, "k")]
 
 
+async def test_an_earlier_deadline_cancels_the_later_one() -> None:
+    """The replaced deadline's timer is cancelled: the key does not come again at 10 s."""
+    queue = ServiceQueue()
+    handler = Recorder()
+    runner = asyncio.create_task(queue.run(handler))
+    queue.add_after("k", 10)
+    queue.add_after("k", 3)
+    await asyncio.sleep(20)
+    await queue.stop()
+    await runner
+    assert handler.calls == [(3.0, "k")]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("again", ["add", "add_after"])
+async def test_a_waiter_woken_by_idle_waits_again_for_a_key_added_before_it_ran(again: str) -> None:
+    """The queue goes idle (the waiter is woken) and, before the waiter runs, a key comes:
+    the waiter sees the queue busy and waits again, until that key is done too (not a loop
+    on an idle event still set)."""
+    queue = ServiceQueue()
+    loop = asyncio.get_running_loop()
+
+    async def then_another(key: str) -> None:
+        if key == "a":  # runs before the waiter, which the end of this sync wakes
+            if again == "add":
+                loop.call_soon(queue.add, "b")
+            else:
+                loop.call_soon(queue.add_after, "b", 5.0)
+
+    handler = Recorder(then_another)
+    runner = asyncio.create_task(queue.run(handler))
+    queue.add("a")
+    await queue.wait_idle()
+    assert handler.keys == ["a", "b"]
+    await queue.stop()
+    await runner
+
+
 async def test_add_after_zero_is_immediate_and_keeps_a_pending_deadline() -> None:
     queue = ServiceQueue()
     handler = Recorder()
