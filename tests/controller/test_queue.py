@@ -270,6 +270,17 @@ async def test_held_keys_go_at_their_deadline_or_when_released() -> None:
     await runner
 
 
+async def test_released_keys_go_in_the_order_of_their_deadlines_then_names() -> None:
+    queue = ServiceQueue(workers=1)
+    handler = Recorder()
+    queue.hold("ns/a", 5.0)
+    queue.hold("ns/c", 1.0)
+    queue.hold("ns/b", 1.0)
+    queue.release_held()
+    await run_until_idle(queue, handler)
+    assert handler.keys == ["ns/b", "ns/c", "ns/a"]
+
+
 async def test_hold_keeps_the_deadline_of_a_retry() -> None:
     queue = ServiceQueue()
     queue.add_after("ns/a", 5.0)  # a requeue, say
