@@ -523,6 +523,11 @@ EQUIVALENT: dict[str, str] = {
         "after the token is added (by the next reserve), the bucket holds min(burst, tokens "
         "+ elapsed * qps + 1) either way, and _last is set by that next refill"
     ),
+    "endpointslice_operator/controller/queue.py:release_held:Stmt->Pass:self._update_idle()": (
+        "every released key is added (add updates idle itself) or already dirty (busy before "
+        "and after); once stopping there is none to release (stop drops the held keys and "
+        "hold holds none)"
+    ),
     # controller/owners/endpoint_selector_status.py (issue 35's operators)
     "endpointslice_operator/controller/owners/endpoint_selector_status.py:status_writer:"
     'Str->XX:return ObjectWriter(api_client, collection, ("uid",), fence=fence)': (

@@ -375,6 +375,52 @@ async def test_wait_errors_do_not_spend_the_retry_budget(
     assert queue.num_requeues("ns/svc") == 0  # forgotten after the final success
 
 
+async def test_a_success_resets_the_wait_backoff() -> None:
+    queue = ServiceQueue(wait_errors=(Behind,))
+    outcomes = ["behind", "behind", "ok", "behind", "ok"]
+
+    async def behave(_: str) -> None:
+        if outcomes.pop(0) == "behind":
+            raise Behind("cache behind our writes")
+
+    handler = Recorder(behave)
+    runner = asyncio.create_task(queue.run(handler))
+    queue.add("ns/svc")
+    await queue.wait_idle()
+    queue.add_after("ns/svc", 10.0)
+    await queue.wait_idle()
+    await queue.stop()
+    await runner
+    # 0.1 and 0.2 s, the success; then, 10 s later, the first wait is 0.1 s again (not 0.4)
+    assert handler.times == pytest.approx([0.0, 0.1, 0.3, 10.3, 10.4])
+
+
+async def test_an_unexpected_error_after_a_success_is_an_error_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Once per Service until it changes: a success ends it, the same bug later is told anew."""
+    queue = ServiceQueue(expected_errors=(Unreachable,))
+    outcomes = ["boom", "boom", "ok", "boom", "ok"]
+
+    async def behave(_: str) -> None:
+        if outcomes.pop(0) == "boom":
+            raise RuntimeError("boom")
+
+    runner = asyncio.create_task(queue.run(Recorder(behave)))
+    with caplog.at_level(logging.INFO, logger="endpointslice_operator.controller.queue"):
+        queue.add("ns/svc")
+        await queue.wait_idle()
+        queue.add("ns/svc")
+        await queue.wait_idle()
+    await queue.stop()
+    await runner
+    assert outcomes == []
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR] == [
+        "Unexpected error syncing ns/svc, retrying (attempt 1 of 15): RuntimeError: boom",
+        "Unexpected error syncing ns/svc, retrying (attempt 1 of 15): RuntimeError: boom",
+    ]
+
+
 class Unreachable(Exception):
     """Stands for an expected failure (a write to an unreachable API server)."""
 
