@@ -6,8 +6,15 @@ module's tests, and report every change they did not notice.
 :data:`MODULES` (or those named), each mutation site gives one mutant: a comparison turned into
 its neighbour (``<`` / ``<=``, ``==`` / ``!=``, ``in`` / ``not in``, ``is`` / ``is not``),
 ``and`` / ``or`` swapped, a ``not`` dropped, ``+`` / ``-`` swapped, an integer constant plus
-one, ``True`` / ``False`` swapped, ``break`` / ``continue`` swapped. Annotations, docstrings,
-``assert`` statements and log calls are left alone. The mutant is written into a copy of the
+one, ``True`` / ``False`` swapped, ``break`` / ``continue`` swapped; and the operators of
+issue 35's audit: a statement of a function made ``pass`` (``await self._spend()`` too), a
+string constant or dict key changed (``"name"`` -> ``"XXnameXX"``), a condition negated
+(``if``, ``elif``, ``while``, a ternary: ``if c:`` -> ``if not c:``), ``return X`` ->
+``return None``, two different positional arguments of a call swapped (not ``min``/``max``).
+Annotations (``cast``, ``Literal``, ``TypeVar`` included), docstrings, f-strings, ``__all__``,
+``assert`` and ``raise`` statements and log calls (``log.*``, ``logger.*``, ``logging.*``,
+``warnings.*``, ``print``) are left alone, and so is what ``if TYPE_CHECKING:`` guards; every
+mutant compiles and differs from the original. The mutant is written into a copy of the
 package (the working tree is never touched) that comes first on ``PYTHONPATH``; the module's
 tests run against it with ``-x`` and a timeout of ten times the unmutated run. A mutant is
 *killed* when they fail, *survived* when they pass.
@@ -35,6 +42,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+from scripts import mutation_scores
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "endpointslice_operator"
@@ -449,12 +458,6 @@ EQUIVALENT: dict[str, str] = {
     "for record, name, uid in zip(records, self._names, self._uids, strict=True)": (
         "records is built from _names, and _names and _uids side by side in _columns: one length"
     ),
-    # reconciler/ports.py
-    "endpointslice_operator/reconciler/ports.py:_sort_key:0->1:"
-    "return tuple((value is None, value if value is not None else 0) for value in port)": (
-        "the stand-in for a nil value is compared only with another nil's (the flag before it "
-        "differs otherwise): any constant orders the same"
-    ),
     # reconciler/trigger_time.py
     "endpointslice_operator/reconciler/tracking/trigger_time.py:<module>:True->False:"
     "@dataclass(slots=True)": (
@@ -514,6 +517,23 @@ EQUIVALENT: dict[str, str] = {
         "entries come first, as many each time): equal standings stay equal, different ones "
         "different"
     ),
+    # controller/work/queue.py (issue 35's operators)
+    "endpointslice_operator/controller/work/queue.py:refund:Stmt->Pass:self._refill(now)": (
+        "the refill and the refunded token are both capped at burst: refilled before or "
+        "after the token is added (by the next reserve), the bucket holds min(burst, tokens "
+        "+ elapsed * qps + 1) either way, and _last is set by that next refill"
+    ),
+    "endpointslice_operator/controller/work/queue.py:release_held:Stmt->Pass:self._update_idle()": (
+        "every released key is added (add updates idle itself) or already dirty (busy before "
+        "and after); once stopping there is none to release (stop drops the held keys and "
+        "hold holds none)"
+    ),
+    # controller/endpoint_selector/status.py (issue 35's operators)
+    "endpointslice_operator/controller/endpoint_selector/status.py:status_writer:"
+    'Str->XX:return ObjectWriter(api_client, collection, ("uid",), fence=fence)': (
+        "the delete preconditions of a writer that only patches the status (write_counts): "
+        "read by ObjectWriter.delete alone, which nothing calls on it"
+    ),
 }
 """:attr:`Mutant.key` (``module:function:operator:source line``, `` #2`` for the second alike)
 -> why the mutant cannot change behaviour."""
@@ -552,17 +572,40 @@ _COMPARE_SWAPS: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.IsNot: ast.Is,
 }
 _LOG_NAMES = {"log", "logger", "logging", "warnings"}
+_TYPING_CALLS = {"cast", "TypeVar", "NewType", "ParamSpec", "TypeAliasType"}
+"""Calls whose string arguments are types, not values."""
+_TYPING_SUBSCRIPTS = {"Literal", "Annotated"}
+_SYMMETRIC_CALLS = {"min", "max"}
+"""Calls whose arguments swapped give the same value: no argument swap."""
+
+
+def _name(node: ast.AST) -> str | None:
+    """``x`` for ``x`` and ``a.b.x``."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
 
 
 def _is_log_call(node: ast.AST) -> bool:
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+    """``log.*(...)``, ``logger.*(...)``, ``logging.*(...)``, ``warnings.*(...)``,
+    ``print(...)``."""
+    if not isinstance(node, ast.Call):
+        return False
+    if isinstance(node.func, ast.Name):
+        return node.func.id == "print"
+    if not isinstance(node.func, ast.Attribute):
         return False
     base = node.func.value
     return isinstance(base, ast.Name) and base.id in _LOG_NAMES
 
 
 class _Sites(ast.NodeTransformer):
-    """Numbers the mutation sites in order; mutates the one numbered ``target`` (if any)."""
+    """Numbers the mutation sites in order; mutates the one numbered ``target`` (if any).
+
+    Every site is numbered after the sites inside it (a statement after its expressions), the
+    same way when listing and when mutating, so a number names the same site both times."""
 
     def __init__(self, target: int = -1) -> None:
         self.target = target
@@ -576,6 +619,22 @@ class _Sites(ast.NodeTransformer):
         hit = self.count == self.target
         self.count += 1
         return hit
+
+    def _deleted(self, node: ast.stmt) -> ast.AST:
+        """``node``, or ``pass`` in its place when it is the site to mutate (in functions
+        only: a module's or class's statement deleted breaks its import, not behaviour)."""
+        if self._function != "<module>" and self._site(node, "Stmt->Pass"):
+            return ast.copy_location(ast.Pass(), node)
+        return node
+
+    def _negated(self, node: ast.If | ast.While | ast.IfExp, operator: str) -> None:
+        """``if c:`` -> ``if not (c):`` (not for a condition that is a ``not`` already,
+        whose ``Not->`` mutant does the same)."""
+        test = node.test
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return
+        if self._site(node, operator):
+            node.test = ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=test), test)
 
     # -- what is not mutated ----------------------------------------------------------------
 
@@ -595,15 +654,96 @@ class _Sites(ast.NodeTransformer):
     def visit_Assert(self, node: ast.Assert) -> ast.AST:
         return node
 
-    def visit_Expr(self, node: ast.Expr) -> ast.AST:
-        if isinstance(node.value, ast.Constant) or _is_log_call(node.value):
-            return node  # docstrings, log lines
-        return self.generic_visit(node)
-
     def visit_Raise(self, node: ast.Raise) -> ast.AST:
         return node  # the message of an error is not behaviour under test here
 
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
+        return node  # f-strings: messages
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        if _name(node.value) in _TYPING_SUBSCRIPTS:
+            return node  # Literal["a"], Annotated[...]: types
+        return self.generic_visit(node)
+
     # -- mutations --------------------------------------------------------------------------
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:
+        if isinstance(node.value, ast.Constant) or _is_log_call(node.value):
+            return node  # docstrings, log lines
+        self.generic_visit(node)
+        return self._deleted(node)
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return node
+        self.generic_visit(node)
+        return self._deleted(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        self.generic_visit(node)
+        return self._deleted(node)
+
+    def visit_Return(self, node: ast.Return) -> ast.AST:
+        self.generic_visit(node)
+        value = node.value
+        if value is None or (isinstance(value, ast.Constant) and value.value is None):
+            return node
+        if self._site(node, "Return->None"):
+            return ast.copy_location(ast.Return(value=ast.Constant(None)), node)
+        return node
+
+    def visit_If(self, node: ast.If) -> ast.AST:
+        if _name(node.test) == "TYPE_CHECKING":
+            return node
+        self.generic_visit(node)
+        self._negated(node, "If->IfNot")
+        return node
+
+    def visit_While(self, node: ast.While) -> ast.AST:
+        self.generic_visit(node)
+        self._negated(node, "While->WhileNot")
+        return node
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+        self.generic_visit(node)
+        self._negated(node, "IfExp->IfExpNot")
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        if _is_log_call(node):
+            return node
+        if _name(node.func) in _TYPING_CALLS:
+            node.args = [
+                arg if isinstance(arg, ast.Constant) else self.visit(arg) for arg in node.args
+            ]
+            node.keywords = [self.visit(keyword) for keyword in node.keywords]
+            return node
+        self.generic_visit(node)
+        if _name(node.func) in _SYMMETRIC_CALLS:
+            return node
+        args = node.args
+        for i in range(len(args) - 1):
+            first, second = args[i], args[i + 1]
+            if isinstance(first, ast.Starred) or isinstance(second, ast.Starred):
+                continue
+            if ast.dump(first) == ast.dump(second):
+                continue
+            if self._site(node, f"Swap{i},{i + 1}"):
+                args[i], args[i + 1] = second, first
+        return node
+
+    def visit_Dict(self, node: ast.Dict) -> ast.AST:
+        keys: list[ast.expr | None] = []
+        for key in node.keys:
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                if self._site(key, "Key->XX"):
+                    key = ast.copy_location(ast.Constant(f"XX{key.value}XX"), key)
+                keys.append(key)
+            else:
+                keys.append(None if key is None else self.visit(key))
+        node.keys = keys
+        node.values = [self.visit(value) for value in node.values]
+        return node
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         self.generic_visit(node)
@@ -641,6 +781,8 @@ class _Sites(ast.NodeTransformer):
                 return ast.copy_location(ast.Constant(not value), node)
         elif isinstance(value, int) and self._site(node, f"{value}->{value + 1}"):
             return ast.copy_location(ast.Constant(value + 1), node)
+        elif isinstance(value, str) and self._site(node, "Str->XX"):
+            return ast.copy_location(ast.Constant(f"XX{value}XX"), node)
         return node
 
     def visit_Break(self, node: ast.Break) -> ast.AST:
@@ -678,7 +820,10 @@ def _run_tests(
     copy_root: Path, tests: tuple[str, ...], timeout: float | None
 ) -> tuple[bool, float]:
     """``(passed, seconds)`` of the tests against the package copy under ``copy_root``."""
-    env = {**os.environ, "PYTHONPATH": str(copy_root), "PYTHONDONTWRITEBYTECODE": "1"}
+    # ROOT after the copy: the tests (and conftest) of this checkout, even when the
+    # virtualenv's editable install points at another checkout of the repository.
+    path = os.pathsep.join((str(copy_root), str(ROOT)))
+    env = {**os.environ, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
     command = [
         "nice", "-n", "19", str(Path(sys.executable).parent / "pytest"),
         "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--import-mode=append",
@@ -761,6 +906,15 @@ def _score(killed: int, total: int, equivalent: int) -> str:
     return f"{killed}/{scored} = {100 * killed / scored:.1f}%" if scored else "no mutants"
 
 
+def _stamp() -> str:
+    """``<date> at <commit>`` of the score table (today, the checkout's HEAD)."""
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, check=False
+    )
+    commit = head.stdout.decode().strip() if head.returncode == 0 else "(no commit)"
+    return f"{time.strftime('%Y-%m-%d', time.gmtime())} at {commit}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.mutate", description=__doc__)
     parser.add_argument("modules", nargs="*", help=f"default: all of {len(MODULES)}")
@@ -788,13 +942,18 @@ def main(argv: list[str] | None = None) -> int:
         total, killed, equivalent, survivors = run_module(module, only, args.jobs)
         rows.append((module, total, killed, equivalent, len(survivors)))
         print(f"{module}: {_score(killed, total, equivalent)} killed", flush=True)
-    print("\n| module | mutants | equivalent | killed | survived | score |")
-    print("|---|---:|---:|---:|---:|---:|")
+    stamp = _stamp()
+    print("\n| Module | Mutants | Equivalent | Killed | Survived | Score | Measured |")
+    print("|---|---:|---:|---:|---:|---:|---|")
     for module, total, killed, equivalent, survived in rows:
+        relative = module.removeprefix(f"{PACKAGE}/")
         print(
-            f"| `{module}` | {total} | {equivalent} | {killed} | {survived} | "
-            f"{_score(killed, total, equivalent)} |"
+            f"| `{relative}` | {total} | {equivalent} | {killed} | {survived} | "
+            f"{_score(killed, total, equivalent)} | {stamp}, "
+            f"code {mutation_scores.module_fingerprint(relative)} |"
         )
+    if only is not None:
+        print("(--only: the rows count those lines' mutants, not the module's)")
     return 1 if any(row[4] for row in rows) else 0
 
 

@@ -50,7 +50,11 @@ def test_docstrings_annotations_asserts_and_log_calls_are_not_mutated() -> None:
     )
     sites = mutate._Sites()
     sites.visit(tree)
-    assert [(line, op) for line, _, op in sites.found] == [(6, "3->4"), (7, "Lt->LtE")]
+    assert [(line, op) for line, _, op in sites.found] == [
+        (6, "3->4"),
+        (7, "Lt->LtE"),
+        (7, "Return->None"),
+    ]
 
 
 def test_every_equivalent_mutant_is_one_the_tool_makes() -> None:
@@ -101,3 +105,132 @@ def test_mutants_alike_on_one_line_have_keys_of_their_own() -> None:
     for module in mutate.MODULES:
         keys = [m.key for m in mutate.mutants(module)]
         assert len(keys) == len(set(keys)), module
+
+
+def _mutated(source: str) -> dict[tuple[int, str], str]:
+    """Every mutant of ``source``: ``(line, operator)`` -> the mutated source, each checked to
+    compile and to differ from the original."""
+    sites = mutate._Sites()
+    sites.visit(ast.parse(source))
+    original = ast.unparse(ast.parse(source))
+    found: dict[tuple[int, str], str] = {}
+    for index, (line, _, operator) in enumerate(sites.found):
+        tree = mutate._Sites(index).visit(ast.parse(source))
+        mutated = ast.unparse(ast.fix_missing_locations(tree))
+        compile(mutated, "<mutant>", "exec")
+        assert mutated != original, (line, operator)
+        found.setdefault((line, operator), mutated)
+    return found
+
+
+def _of(found: dict[tuple[int, str], str], operator: str) -> dict[int, str]:
+    return {line: source for (line, op), source in found.items() if op == operator}
+
+
+def test_statement_deletion_makes_a_statement_of_a_function_pass_awaited_calls_included() -> None:
+    found = _mutated(
+        "TABLE = {}\n"
+        "async def f(self, x):\n"
+        "    await self._spend()\n"
+        "    self.n += 1\n"
+        "    y = x\n"
+        "    logger.debug('%s', y)\n"
+        "    return y\n"
+    )
+    deleted = _of(found, "Stmt->Pass")
+    assert sorted(deleted) == [3, 4, 5]  # not the module's assignment, not the log line
+    assert "await" not in deleted[3] and "    pass\n    self.n += 1" in deleted[3]
+    assert "self.n += 1" not in deleted[4]
+    assert "y = x" not in deleted[5]
+
+
+def test_string_constants_and_dict_keys_are_changed_but_not_messages_or_types() -> None:
+    found = _mutated(
+        '"""doc"""\n'
+        "__all__ = ['f']\n"
+        "T = Literal['a', 'b']\n"
+        "def f(x: 'int') -> str:\n"
+        '    """doc"""\n'
+        "    logger.info('x %s', x)\n"
+        "    print('x')\n"
+        "    log.warning('y')\n"
+        "    if not x:\n"
+        "        raise ValueError('no x')\n"
+        "    y = cast('str', x)\n"
+        "    return {'kind': x['name'] + f'-{y}'}\n"
+    )
+    assert {op for (_, op) in found} >= {"Key->XX", "Str->XX"}
+    assert (
+        _of(found, "Key->XX")
+        == {
+            12: found[12, "Key->XX"],
+        }
+        and "{'XXkindXX': x['name']" in found[12, "Key->XX"]
+    )
+    strings = _of(found, "Str->XX")
+    assert list(strings) == [12]  # only x['name']: not the f-string, cast, Literal, ...
+    assert "x['XXnameXX']" in strings[12]
+
+
+def test_conditions_are_negated_in_if_elif_while_and_ternaries() -> None:
+    found = _mutated(
+        "if TYPE_CHECKING:\n"
+        "    import os\n"
+        "def f(x, y):\n"
+        "    while x > 0:\n"
+        "        x -= 1\n"
+        "    if y:\n"
+        "        return 1\n"
+        "    elif x == y:\n"
+        "        return 2\n"
+        "    if not y:\n"
+        "        return 3\n"
+        "    return 4 if y else 5\n"
+    )
+    assert "while not x > 0:" in found[4, "While->WhileNot"]
+    assert "if not y:\n        return 1" in found[6, "If->IfNot"]
+    assert "elif not x == y:" in found[8, "If->IfNot"]
+    assert "return 4 if not y else 5" in found[12, "IfExp->IfExpNot"]
+    assert (10, "If->IfNot") not in found  # `not y`: dropping the not does the same
+    assert (10, "Not->") in found
+    assert 1 not in {line for line, _ in found}  # TYPE_CHECKING
+
+
+def test_a_returned_value_becomes_none() -> None:
+    found = _mutated(
+        "def f(x):\n"
+        "    if x:\n"
+        "        return\n"
+        "    if x == 1:\n"
+        "        return None\n"
+        "    return [x]\n"
+    )
+    assert _of(found, "Return->None") == {6: found[6, "Return->None"]}
+    assert found[6, "Return->None"].endswith("return None")
+
+
+def test_two_different_positional_arguments_are_swapped() -> None:
+    found = _mutated(
+        "def f(a, b, *rest):\n"
+        "    g(a, b, c=1)\n"
+        "    g(a, a)\n"
+        "    g(a, *rest)\n"
+        "    g(min(a, b), max(a, b), b)\n"
+    )
+    assert "g(b, a, c=1)" in found[2, "Swap0,1"]
+    swapped = {(line, op) for (line, op) in found if op.startswith("Swap")}
+    # same expressions, a starred one, min and max (symmetric) are left alone
+    assert swapped == {(2, "Swap0,1"), (5, "Swap0,1"), (5, "Swap1,2")}
+    assert "g(max(a, b), min(a, b), b)" in found[5, "Swap0,1"]
+
+
+def test_keys_of_the_audit_operators_are_stable_and_unique() -> None:
+    """--only and EQUIVALENT see the new operators like the old: keyed by module, function,
+    operator and line text."""
+    module = "endpointslice_operator/controller/mcs/imports.py"
+    found = mutate.mutants(module)
+    spends = [
+        m for m in found if m.operator == "Stmt->Pass" and m.text == "await spend(self.budget)"
+    ]
+    assert spends and all(m.key.startswith(f"{module}:") for m in spends)
+    assert len({m.key for m in found}) == len(found)

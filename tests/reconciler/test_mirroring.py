@@ -373,6 +373,35 @@ def test_label_or_annotation_change_rewrites_the_slice() -> None:
     assert [s["metadata"]["annotations"] for s in annotated.updates] == [{"n": "v"}]
 
 
+def test_a_resync_with_unchanged_annotations_writes_nothing() -> None:
+    """The mirrored slice's annotations are compared with the Endpoints' (minus the trigger
+    time): the same ones again are no change, whatever their order."""
+    subsets = [{"ports": HTTP_HTTPS[:1], "addresses": [address("10.0.0.1", "pod-1", "node-1")]}]
+    annotations = {"n": "v", "m": "w"}
+    plan, _ = plan_mirroring(endpoints(subsets, annotations=annotations), [], CONFIG)
+    (created,) = plan.creates
+    assert created["metadata"]["annotations"] == annotations
+    existing = {**created, "metadata": {**created["metadata"], "name": "test-ep-abc"}}
+    again, _ = plan_mirroring(
+        endpoints(subsets, annotations={"m": "w", "n": "v"}), [existing], CONFIG
+    )
+    assert again.is_empty
+
+
+def test_an_annotation_removed_from_the_endpoints_is_removed_from_the_slice() -> None:
+    subsets = [{"ports": HTTP_HTTPS[:1], "addresses": [address("10.0.0.1", "pod-1", "node-1")]}]
+    plan, _ = plan_mirroring(endpoints(subsets, annotations={"n": "v", "m": "w"}), [], CONFIG)
+    existing = {**plan.creates[0], "metadata": {**plan.creates[0]["metadata"], "name": "e-1"}}
+    fewer, _ = plan_mirroring(endpoints(subsets, annotations={"n": "v"}), [existing], CONFIG)
+    (update,) = fewer.updates
+    assert update["metadata"]["name"] == "e-1"
+    assert update["metadata"]["annotations"] == {"n": "v"}
+    none, _ = plan_mirroring(endpoints(subsets), [existing], CONFIG)
+    (update,) = none.updates
+    assert "annotations" not in update["metadata"]
+    assert fewer.creates == none.creates == [] and fewer.deletes == none.deletes == []
+
+
 @pytest.mark.parametrize(
     ("given", "ready", "expected"),
     [

@@ -356,6 +356,27 @@ def test_an_update_with_room_for_exactly_one_more_takes_it() -> None:
     assert len(update["endpoints"]) == 3
 
 
+def test_new_endpoints_fill_every_updated_slice_with_room_before_a_new_slice() -> None:
+    """Upstream's step 3 fills the updated slices, fullest first, until the new endpoints run
+    out: 6 pods in two slices of 3, one gone from each, 2 new ones: both go into the two
+    updates (one each), no slice is created."""
+    pods = [new_pod(i, NS, True, 1, False) for i in range(6)]
+    svc, h = _converged(pods, max_per_slice=3)
+    slices = h.client.list()
+    assert sorted(len(s["endpoints"]) for s in slices) == [3, 3]
+    gone = {s["endpoints"][0]["targetRef"]["name"] for s in slices}
+    kept = [pod for pod in pods if pod["metadata"]["name"] not in gone]
+    added = [new_pod(i, NS, True, 1, False) for i in range(6, 8)]
+    plan = h.reconcile(svc, kept + added, slices)
+    assert plan.creates == [] and plan.deletes == []
+    assert sorted(u["metadata"]["name"] for u in plan.updates) == sorted(
+        s["metadata"]["name"] for s in slices
+    )
+    assert [len(u["endpoints"]) for u in plan.updates] == [3, 3]
+    names = {e["targetRef"]["name"] for u in plan.updates for e in u["endpoints"]}
+    assert names == {pod["metadata"]["name"] for pod in kept + added}
+
+
 def test_a_delete_that_cannot_be_recycled_does_not_hide_the_next_one_that_can() -> None:
     """Upstream ``finalize`` walks every delete: a slice of another owner is deleted, never
     recycled, and the owned one after it still takes the create."""
@@ -405,3 +426,34 @@ def test_plan_service_hints_with_a_cache_of_its_own_or_the_one_it_is_given() -> 
         HINTED_SERVICE, pods, {n["metadata"]["name"]: n for n in nodes}, [], off
     ).creates
     assert not any("hints" in e for e in plain["endpoints"])
+
+
+def test_hints_switched_off_for_a_service_with_populated_hints_warn_once() -> None:
+    """Upstream's Warning ``TopologyAwareHintsDisabled`` ("Topology Aware Hints has been
+    disabled, addressType: IPv4") when a Service whose slices carried hints has them turned
+    off; the cache forgets them, so the next sync warns no more."""
+    nodes = [zoned_node("n-a", "zone-a", "2"), zoned_node("n-b", "zone-b", "2")]
+    pods = [zoned_pod(i, "n-a" if i % 2 else "n-b", ready=True) for i in range(4)]
+    config = ReconcilerConfig(controller_name=CONTROLLER_NAME)
+    topology = TopologyCache()
+    topology.set_nodes(nodes)
+    plan = plan_service(HINTED_SERVICE, pods, nodes, [], config, topology=topology)
+    assert topology.has_populated_hints("ns/web")
+    assert [event.reason for event in plan.events] == ["TopologyAwareHintsEnabled"]
+    (created,) = plan.creates
+    created["metadata"]["name"] = "web-1"
+
+    off = copy.deepcopy(HINTED_SERVICE)
+    del off["metadata"]["annotations"]["service.kubernetes.io/topology-mode"]
+    plan = plan_service(off, pods, nodes, [created], config, topology=topology)
+    assert plan.events == [
+        PlanEvent(
+            type="Warning",
+            reason="TopologyAwareHintsDisabled",
+            message="Topology Aware Hints has been disabled, addressType: IPv4",
+        )
+    ]
+    (update,) = plan.updates
+    assert not any("hints" in e for e in update["endpoints"])
+    assert not topology.has_populated_hints("ns/web")
+    assert plan_service(off, pods, nodes, [update], config, topology=topology).events == []

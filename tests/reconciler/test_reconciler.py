@@ -440,6 +440,36 @@ def test_reconcile_endpoint_slices_update_packing() -> None:
     assert slice_lengths(h.client.list()) == [20, 95]
 
 
+def test_reconcile_endpoint_slices_update_packing_every_updated_slice() -> None:
+    """Not an upstream case, upstream's behaviour in the same form (step 3 of
+    reconcileByPortMapping fills every slice to update, fullest first, before step 4 creates):
+    two slices of 3 (max 3), one endpoint gone from each, 2 pods added: 2 updates, 0 creates."""
+    svc, meta = new_service_and_endpoint_meta("foo", NS)
+    pods = [new_pod(i, NS, True, 1, False) for i in range(6)]
+    existing = []
+    for n in range(2):
+        slice_ = new_empty_endpoint_slice(n, NS, meta, svc)
+        slice_["endpoints"] = [pod_to_endpoint(pod, svc) for pod in pods[3 * n : 3 * n + 3]]
+        existing.append(slice_)
+    h = Harness(max_endpoints_per_slice=3)
+    h.create_existing(existing)
+    pods = [pods[1], pods[2], pods[4], pods[5]]  # pod0 and pod3 are gone
+    pods.extend(new_pod(i, NS, True, 1, False) for i in range(6, 8))
+
+    h.reconcile(svc, pods, existing)
+    assert verbs(h.client.actions[-2:]) == ["update", "update"]
+    h.expect_metrics(
+        desired_slices=2,
+        actual_slices=2,
+        desired_endpoints=6,
+        added_per_sync=2,
+        removed_per_sync=2,
+        num_updated=2,
+        slices_changed_per_sync=2,
+    )
+    assert slice_lengths(h.client.list()) == [3, 3]
+
+
 def test_reconcile_endpoint_slices_replace_deprecated() -> None:
     svc, meta = new_service_and_endpoint_meta("foo", NS)
     meta.address_type = "IP"

@@ -106,6 +106,33 @@ async def test_a_cluster_is_list_watched_into_its_cache_namespaced_kinds_in_its_
             await stopped(task)
 
 
+async def test_service_imports_are_watched_in_the_given_namespaces_only() -> None:
+    """Like the exports: with namespaces given, no cluster-wide list or watch of
+    ServiceImports (which would need cluster-wide RBAC)."""
+    async with run_emulator() as emu, await api_client(emu) as api:
+        serve_mcs(emu)
+        name_cluster(emu, "west")
+        for namespace in (NS, "other"):
+            emu.store.create_namespace(namespace)
+            emu.store.create(
+                {
+                    "apiVersion": "multicluster.x-k8s.io/v1beta1",
+                    "kind": "ServiceImport",
+                    "metadata": {"name": "web", "namespace": namespace},
+                    "spec": {"type": "ClusterSetIP", "ports": []},
+                }
+            )
+        cache = LocalCache(lambda _key: None, ME)
+        task = asyncio.create_task(watch_cluster(api, cache, namespaces=[NS]))
+        try:
+            await until(lambda: cache.listed == set(LOCAL_KINDS))
+            assert set(cache.imports) == {(NS, "web")}
+            requests = emu.requests.filter(resource="serviceimports")
+            assert requests and {r.namespace for r in requests} == {NS}
+        finally:
+            await stopped(task)
+
+
 async def test_leases_are_read_by_label_and_junk_ones_are_skipped() -> None:
     async with run_emulator() as emu, await api_client(emu) as api:
         emu.store.create_namespace(LEASES_NS)

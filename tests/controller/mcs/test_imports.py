@@ -404,6 +404,76 @@ async def test_writes_take_budget_tokens() -> None:
         assert w.syncer.counts.total == 7 and w.syncer.budget.pressed()
 
 
+class CountingBudget(WriteBudget):
+    """A write budget that never makes anyone wait and counts the tokens taken."""
+
+    def __init__(self) -> None:
+        super().__init__(qps=1000.0, burst=1000)
+        self.taken = 0
+
+    async def acquire(self) -> float:
+        self.taken += 1
+        return await super().acquire()
+
+
+async def test_replacing_the_derived_service_takes_a_token_for_its_delete_and_its_create() -> None:
+    async with world() as w:
+        w.exported_both()
+        await w.lease()
+        await w.sync()
+        before = dict(w.syncer.counts.writes)
+        w.syncer.budget = budget = CountingBudget()
+        for emu in (w.emu, w.remote):  # headless now: the derived Service is replaced
+            svc = emu.store.get("services", NS, "web")
+            assert svc is not None
+            emu.store.delete("services", NS, "web")
+            del svc["metadata"]["resourceVersion"], svc["metadata"]["uid"]
+            svc["spec"] = {"clusterIP": "None", "ports": [{"name": "http", "port": 80}]}
+            emu.store.create(svc)
+        await w.sync()
+        assert (w.count("delete", "services"), w.count("create", "services")) == (1, 2)
+        written = {k: n - before.get(k, 0) for k, n in w.syncer.counts.writes.items()}
+        assert written["services"] == 2  # the delete and the create
+        assert budget.taken == sum(written.values())  # one token per write, each counted
+
+
+async def test_an_update_of_an_imported_slice_takes_a_token_and_is_counted() -> None:
+    async with world() as w:
+        w.exported_both()
+        await w.lease()
+        await w.sync()
+        assert w.metric("endpointslices") == 2
+        before = dict(w.syncer.counts.writes)
+        w.syncer.budget = budget = CountingBudget()
+        moved = w.remote.store.get("endpointslices", NS, "web-e")
+        assert moved is not None
+        moved["endpoints"][0]["addresses"] = ["10.2.0.9"]
+        w.remote.store.update(moved)
+        await w.sync()
+        assert w.slices() == {"east": {"10.2.0.9"}, "west": {"10.1.0.1"}}
+        assert w.count("update", "endpointslices") == 1
+        written = {k: n - before.get(k, 0) for k, n in w.syncer.counts.writes.items()}
+        assert {k: n for k, n in written.items() if n} == {"endpointslices": 1}
+        assert w.metric("endpointslices") == 3
+        assert budget.taken == 1
+
+
+async def test_an_unchanged_condition_is_not_announced_again_when_another_changes() -> None:
+    async with world() as w:
+        w.exported_both()
+        await w.lease()
+        await w.sync()
+        assert w.events() == [("Normal", "Ready")]
+        svc = w.remote.store.get("services", NS, "web")
+        assert svc is not None
+        svc["spec"]["sessionAffinity"] = "ClientIP"  # a conflict: Ready stays True
+        w.remote.store.update(svc)
+        await w.sync()
+        conflict = w.conditions()["Conflict"]
+        assert conflict[0] == "True" and w.conditions()["Ready"] == ("True", "Ready")
+        assert w.events() == [("Normal", "Ready"), ("Warning", conflict[1])]
+
+
 @pytest.mark.parametrize(
     ("resource", "verbs", "message"),
     [

@@ -151,6 +151,44 @@ async def test_add_after_earlier_deadline_wins() -> None:
     assert handler.calls == [(3.0, "k")]
 
 
+async def test_an_earlier_deadline_cancels_the_later_one() -> None:
+    """The replaced deadline's timer is cancelled: the key does not come again at 10 s."""
+    queue = ServiceQueue()
+    handler = Recorder()
+    runner = asyncio.create_task(queue.run(handler))
+    queue.add_after("k", 10)
+    queue.add_after("k", 3)
+    await asyncio.sleep(20)
+    await queue.stop()
+    await runner
+    assert handler.calls == [(3.0, "k")]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("again", ["add", "add_after"])
+async def test_a_waiter_woken_by_idle_waits_again_for_a_key_added_before_it_ran(again: str) -> None:
+    """The queue goes idle (the waiter is woken) and, before the waiter runs, a key comes:
+    the waiter sees the queue busy and waits again, until that key is done too (not a loop
+    on an idle event still set)."""
+    queue = ServiceQueue()
+    loop = asyncio.get_running_loop()
+
+    async def then_another(key: str) -> None:
+        if key == "a":  # runs before the waiter, which the end of this sync wakes
+            if again == "add":
+                loop.call_soon(queue.add, "b")
+            else:
+                loop.call_soon(queue.add_after, "b", 5.0)
+
+    handler = Recorder(then_another)
+    runner = asyncio.create_task(queue.run(handler))
+    queue.add("a")
+    await queue.wait_idle()
+    assert handler.keys == ["a", "b"]
+    await queue.stop()
+    await runner
+
+
 async def test_add_after_zero_is_immediate_and_keeps_a_pending_deadline() -> None:
     queue = ServiceQueue()
     handler = Recorder()
@@ -230,6 +268,17 @@ async def test_held_keys_go_at_their_deadline_or_when_released() -> None:
     assert when == pytest.approx(1.3) and key == "ns/a"
     await queue.stop()
     await runner
+
+
+async def test_released_keys_go_in_the_order_of_their_deadlines_then_names() -> None:
+    queue = ServiceQueue(workers=1)
+    handler = Recorder()
+    queue.hold("ns/a", 5.0)
+    queue.hold("ns/c", 1.0)
+    queue.hold("ns/b", 1.0)
+    queue.release_held()
+    await run_until_idle(queue, handler)
+    assert handler.keys == ["ns/b", "ns/c", "ns/a"]
 
 
 async def test_hold_keeps_the_deadline_of_a_retry() -> None:
@@ -326,6 +375,52 @@ async def test_wait_errors_do_not_spend_the_retry_budget(
     assert queue.num_requeues("ns/svc") == 0  # forgotten after the final success
 
 
+async def test_a_success_resets_the_wait_backoff() -> None:
+    queue = ServiceQueue(wait_errors=(Behind,))
+    outcomes = ["behind", "behind", "ok", "behind", "ok"]
+
+    async def behave(_: str) -> None:
+        if outcomes.pop(0) == "behind":
+            raise Behind("cache behind our writes")
+
+    handler = Recorder(behave)
+    runner = asyncio.create_task(queue.run(handler))
+    queue.add("ns/svc")
+    await queue.wait_idle()
+    queue.add_after("ns/svc", 10.0)
+    await queue.wait_idle()
+    await queue.stop()
+    await runner
+    # 0.1 and 0.2 s, the success; then, 10 s later, the first wait is 0.1 s again (not 0.4)
+    assert handler.times == pytest.approx([0.0, 0.1, 0.3, 10.3, 10.4])
+
+
+async def test_an_unexpected_error_after_a_success_is_an_error_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Once per Service until it changes: a success ends it, the same bug later is told anew."""
+    queue = ServiceQueue(expected_errors=(Unreachable,))
+    outcomes = ["boom", "boom", "ok", "boom", "ok"]
+
+    async def behave(_: str) -> None:
+        if outcomes.pop(0) == "boom":
+            raise RuntimeError("boom")
+
+    runner = asyncio.create_task(queue.run(Recorder(behave)))
+    with caplog.at_level(logging.INFO, logger="endpointslice_operator.controller.queue"):
+        queue.add("ns/svc")
+        await queue.wait_idle()
+        queue.add("ns/svc")
+        await queue.wait_idle()
+    await queue.stop()
+    await runner
+    assert outcomes == []
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR] == [
+        "Unexpected error syncing ns/svc, retrying (attempt 1 of 15): RuntimeError: boom",
+        "Unexpected error syncing ns/svc, retrying (attempt 1 of 15): RuntimeError: boom",
+    ]
+
+
 class Unreachable(Exception):
     """Stands for an expected failure (a write to an unreachable API server)."""
 
@@ -371,6 +466,57 @@ async def test_retries_of_one_cause_are_one_line_and_a_bug_is_an_error_with_trac
     ]
     assert all(r.exc_info is not None for r in errors)  # with the traceback
     assert len(shown) <= len(warnings) + len(errors) + 1  # and at most one "recovered" line
+
+
+@pytest.mark.parametrize(("causes", "forgotten"), [(256, False), (257, True)])
+async def test_the_queue_remembers_the_256_most_recent_causes_of_retries(
+    caplog: pytest.LogCaptureFixture, causes: int, forgotten: bool
+) -> None:
+    """A cause of retries is remembered (its line goes on with a count) among the 256 most
+    recent ones; behind 256 others it is forgotten, and its next failure is a first line."""
+    queue = ServiceQueue(expected_errors=(Unreachable,), max_retries=1000, max_backoff=1.0)
+    outcomes = [f"cause-{n}" for n in range(causes)] + ["cause-0", "ok"]
+
+    async def behave(_: str) -> None:
+        outcome = outcomes.pop(0)
+        if outcome != "ok":
+            raise Unreachable(outcome)
+
+    queue.add("ns/svc")
+    with caplog.at_level(logging.INFO, logger="endpointslice_operator.controller.queue"):
+        await run_until_idle(queue, Recorder(behave))
+    assert outcomes == []
+    last = caplog.records[-1].getMessage()
+    if forgotten:
+        assert last == "Work queue endpoint_slice: a sync failed, retrying: cause-0"
+    else:  # the same cause, 256 s after its first line: the count so far
+        assert last.startswith("Work queue endpoint_slice: a sync still failing after 2 attempts")
+
+
+async def test_retry_lines_name_the_service_and_the_queue(caplog: pytest.LogCaptureFixture) -> None:
+    """The structured fields of every retry line (JSON logs): ``service`` and ``queue``."""
+    queue = ServiceQueue(name="mirroring", expected_errors=(Unreachable,), max_backoff=1.0)
+    outcomes = ["down", "bug", "ok"]
+
+    async def behave(_: str) -> None:
+        outcome = outcomes.pop(0)
+        if outcome == "down":
+            raise Unreachable("connection refused")
+        if outcome == "bug":
+            raise RuntimeError("boom")
+
+    queue.add("ns/svc")
+    with caplog.at_level(logging.INFO, logger="endpointslice_operator.controller.queue"):
+        await run_until_idle(queue, Recorder(behave))
+    lines = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r.getMessage() for r in lines] == [
+        "Work queue mirroring: a sync failed, retrying: connection refused",
+        "Unexpected error syncing ns/svc, retrying (attempt 2 of 15): RuntimeError: boom",
+    ]
+    assert [(r.__dict__.get("service"), r.__dict__.get("queue")) for r in lines] == [
+        ("ns/svc", "mirroring"),
+        ("ns/svc", "mirroring"),
+    ]
 
 
 async def test_a_burst_of_adds_while_waiting_drops_nothing() -> None:
