@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -46,6 +45,10 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config import ConfigException
 
+from endpointslice_operator.commands.flags import (
+    add_cluster_flags,
+    settings_of,
+)
 from endpointslice_operator.controller.api.client import OperatorApiClient, resolve_env_proxy
 from endpointslice_operator.controller.api.cluster_config import (
     NoClusterError,
@@ -55,7 +58,7 @@ from endpointslice_operator.controller.api.cluster_config import (
 from endpointslice_operator.controller.api.kinds import methods_of
 from endpointslice_operator.reconciler.labels import LABEL_MANAGED_BY
 from endpointslice_operator.reconciler.mcs import LABEL_SOURCE_CLUSTER, MCS_GROUP, MCS_VERSION
-from endpointslice_operator.settings import Settings, SettingsError, load_settings
+from endpointslice_operator.settings import Settings, SettingsError
 
 __all__ = [
     "cleanup",
@@ -80,13 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"{LABEL_MANAGED_BY}=<managed-by>), for example after uninstalling it. Slices managed "
         "by anyone else are never touched.",
     )
-    parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: as run)")
-    parser.add_argument(
-        "--managed-by",
-        metavar="NAME",
-        help="the operator's controller name (default: $ENDPOINTSLICE_OPERATOR_MANAGED_BY, "
-        "else endpointslice-operator.io)",
-    )
+    add_cluster_flags(parser)
     parser.add_argument(
         "--namespace",
         metavar="NAME",
@@ -127,18 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    argv: list[str] = []
-    if args.kubeconfig is not None:
-        argv += ["--kubeconfig", args.kubeconfig]
-    if args.managed_by is not None:
-        argv += ["--managed-by", args.managed_by]
-    for namespace in args.namespace or []:
-        argv += ["--namespace", namespace]
-    if args.lease_name is not None:
-        argv += ["--lease-name", args.lease_name]
-    if args.lease_namespace is not None:
-        argv += ["--lease-namespace", args.lease_namespace]
-    return load_settings(argv, os.environ)
+    names = ("kubeconfig", "managed_by", "lease_name", "lease_namespace")
+    return settings_of(args, names, repeated=("namespace",))
 
 
 async def _leases(api: client.CoordinationV1Api, settings: Settings) -> list[Any]:

@@ -17,6 +17,11 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from endpointslice_operator.commands.flags import (
+    add_annotation_prefix,
+    add_cluster_flags,
+    settings_of,
+)
 from endpointslice_operator.view.model import (
     POLICIES,
     Change,
@@ -104,11 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "-o", "--output", choices=("table", "json"), default="table", help="default: table"
     )
-    parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: as run)")
-    parser.add_argument(
-        "--annotation-prefix",
-        metavar="PREFIX",
-        help="prefix of the <prefix>/view annotation (default: as run, endpointslice-operator.io)",
+    add_cluster_flags(parser, managed_by=False)
+    add_annotation_prefix(
+        parser,
+        "prefix of the <prefix>/view annotation (default: as run, endpointslice-operator.io)",
     )
     return parser
 
@@ -249,7 +253,7 @@ def main(argv: Sequence[str]) -> int:
     logging.basicConfig(level=logging.WARNING, format=f"{PROG}: %(message)s")
     from endpointslice_operator.controller.api.cluster_config import NoClusterError, find_cluster
     from endpointslice_operator.controller.cache.selectors import SelectorError, parse_selector
-    from endpointslice_operator.settings import SettingsError, load_settings
+    from endpointslice_operator.settings import SettingsError
 
     try:
         if args.endpoint_selector and (args.service or args.selector):
@@ -260,10 +264,7 @@ def main(argv: Sequence[str]) -> int:
             )
         if args.selector is not None:
             parse_selector(args.selector)
-        settings_argv = ["--kubeconfig", args.kubeconfig] if args.kubeconfig else []
-        if args.annotation_prefix is not None:
-            settings_argv += ["--annotation-prefix", args.annotation_prefix]
-        settings = load_settings(settings_argv, os.environ)
+        settings = settings_of(args, ("kubeconfig", "annotation_prefix"))
         find_cluster(settings)
     except (SettingsError, SelectorError, NoClusterError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -52,6 +51,11 @@ from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config import ConfigException
 
+from endpointslice_operator.commands.flags import (
+    add_annotation_prefix,
+    add_cluster_flags,
+    settings_of,
+)
 from endpointslice_operator.controller.api.client import OperatorApiClient, resolve_env_proxy
 from endpointslice_operator.controller.api.cluster_config import (
     NoClusterError,
@@ -67,7 +71,7 @@ from endpointslice_operator.reconciler.labels import (
     UPSTREAM_CONTROLLER_NAME,
 )
 from endpointslice_operator.reconciler.mirroring import MIRRORING_CONTROLLER_NAME
-from endpointslice_operator.settings import Settings, SettingsError, load_settings
+from endpointslice_operator.settings import Settings, SettingsError
 
 __all__ = ["MigrateError", "Migration", "build_parser", "is_kcm_endpoints", "main"]
 
@@ -101,18 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="the Services' namespace (default: the kubeconfig context's, as kubectl; else "
         "the pod's own in a cluster; else default)",
     )
-    parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: as run)")
-    parser.add_argument(
-        "--managed-by",
-        metavar="NAME",
-        help="the operator's controller name (default: $ENDPOINTSLICE_OPERATOR_MANAGED_BY, "
+    add_cluster_flags(parser)
+    add_annotation_prefix(
+        parser,
+        "the operator's annotation prefix (default: $ENDPOINTSLICE_OPERATOR_ANNOTATION_PREFIX, "
         "else endpointslice-operator.io)",
-    )
-    parser.add_argument(
-        "--annotation-prefix",
-        metavar="PREFIX",
-        help="the operator's annotation prefix (default: "
-        "$ENDPOINTSLICE_OPERATOR_ANNOTATION_PREFIX, else endpointslice-operator.io)",
     )
     parser.add_argument(
         "--timeout",
@@ -129,14 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    argv: list[str] = []
-    if args.kubeconfig is not None:
-        argv += ["--kubeconfig", args.kubeconfig]
-    if args.managed_by is not None:
-        argv += ["--managed-by", args.managed_by]
-    if args.annotation_prefix is not None:
-        argv += ["--annotation-prefix", args.annotation_prefix]
-    return load_settings(argv, os.environ)
+    return settings_of(args, ("kubeconfig", "managed_by", "annotation_prefix"))
 
 
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
