@@ -36,6 +36,7 @@ from endpointslice_operator.controller.api.errors import (
 from endpointslice_operator.controller.watch.claim_watch import retry_delays
 from endpointslice_operator.controller.watch.kopf_wiring import connection_info, run_kopf
 from endpointslice_operator.controller.watch.relist import Relisting
+from endpointslice_operator.metrics.api_serving import ApiServingMetrics
 
 __all__ = ["KOPF_STOP_TIMEOUT", "list_objects", "serve_with_kopf", "served"]
 
@@ -43,6 +44,8 @@ log = logging.getLogger(__name__)
 
 KOPF_STOP_TIMEOUT = 10.0
 """Seconds Kopf may take to stop once asked."""
+SERVED_RECHECK = 10.0
+"""Seconds between two discovery checks while Kopf serves the kinds (to notice a CRD deleted)."""
 LIST_TIMEOUT = 60
 """Seconds one page of the first listing may take."""
 
@@ -102,34 +105,103 @@ async def serve_with_kopf(
     namespaces: Sequence[str] = (),
     on_signal: Callable[[], None] | None = None,
     relistings: Sequence[Relisting] = (),
+    on_unserved: Callable[[], None] | None = None,
+    api_serving: ApiServingMetrics | None = None,
+    recheck: float = SERVED_RECHECK,
 ) -> None:
     """Discover (with a backoff), list once, then run Kopf with ``register``'s handlers until
-    cancelled. ``what`` names the kinds in logs; ``missing_hint`` / ``forbidden_hint`` say how
-    to fix a CRD not served / a listing refused. ``on_signal``: where SIGINT and SIGTERM go
-    once this Kopf instance has started (see
+    cancelled, and again each time the kinds come back after they stopped being served.
+
+    ``what`` names the kinds in logs; ``missing_hint`` / ``forbidden_hint`` say how to fix a
+    CRD not served / a listing refused. ``on_signal``: where SIGINT and SIGTERM go once a Kopf
+    instance has started (see
     :func:`~endpointslice_operator.controller.watch.kopf_wiring.run_kopf`). ``relistings``: the
     kinds' re-listing checks (:mod:`.relist`), which the handlers feed every event (Kopf's own
     first listing counts as a re-listing: what was deleted since the listing here is checked);
     their count (:meth:`~.relist.Relisting.keep_counting`, for a re-listing that delivers
-    nothing) runs while Kopf does, and both stop when Kopf stops."""
-    delays = retry_delays()
+    nothing) runs while Kopf does, and both stop when Kopf stops.
+
+    While Kopf runs, discovery is asked again every ``recheck`` seconds (and at once when Kopf
+    fails, as it does on a 404 when the CRD is deleted): once the kinds are no longer served,
+    Kopf is stopped, ``on_unserved`` drops what the caches held of them (their objects went
+    with the CRD), one warning says so, and the discovery above starts again.
+    ``api_serving`` (``endpointslice_operator_api_served``) follows whether they are served."""
     told = ""
-    scopes: list[str | None] = list(namespaces) or [None]
+    kinds = ", ".join(f"{plural}.{group}/{version}" for plural in plurals)
+    missing = f"the API server does not serve {kinds} ({missing_hint})"
+    if api_serving is not None:
+        api_serving.set(group, plurals, False)
+    while True:
+        listed, told = await _discover_and_list(
+            api_client,
+            group=group,
+            version=version,
+            plurals=plurals,
+            what=what,
+            missing=missing,
+            forbidden_hint=forbidden_hint,
+            scopes=list(namespaces) or [None],
+            told=told,
+        )
+        told = ""
+        if api_serving is not None:
+            api_serving.set(group, plurals, True)
+        on_listed(listed)
+        if not await _run_kopf_while_served(
+            api_client,
+            configuration,
+            group=group,
+            version=version,
+            plurals=plurals,
+            what=what,
+            register=register,
+            namespaces=namespaces,
+            on_signal=on_signal,
+            relistings=relistings,
+            recheck=recheck,
+        ):
+            return
+        if api_serving is not None:
+            api_serving.set(group, plurals, False)
+        if on_unserved is not None:
+            on_unserved()
+        told = missing
+        log.warning(
+            "%s no longer served: %s; dropped them from the caches, checking again with a backoff",
+            what,
+            missing,
+        )
+
+
+async def _discover_and_list(
+    api_client: ApiClient,
+    *,
+    group: str,
+    version: str,
+    plurals: Sequence[str],
+    what: str,
+    missing: str,
+    forbidden_hint: str,
+    scopes: list[str | None],
+    told: str,
+) -> tuple[dict[str, list[dict[str, Any]]], str]:
+    """Once ``plurals`` are served, every object of them in ``scopes``; each new reason they
+    are not is logged once (``told``: the reason last logged, returned)."""
+    delays = retry_delays()
     kinds = ", ".join(f"{plural}.{group}/{version}" for plural in plurals)
     while True:
         why = ""
         try:
             if await served(api_client, group, version, plurals):
-                listed = {
+                return {
                     plural: [
                         item
                         for scope in scopes
                         for item in await list_objects(api_client, group, version, plural, scope)
                     ]
                     for plural in plurals
-                }
-                break
-            why = f"the API server does not serve {kinds} ({missing_hint})"
+                }, told
+            why = missing
         except ApiError as exc:
             why = f"cannot list {kinds}: {exc}"
             if exc.status == 403:
@@ -140,8 +212,90 @@ async def serve_with_kopf(
             told = why
             log.warning("%s not served: %s; checking again with a backoff", what, why)
         await asyncio.sleep(next(delays))
-    on_listed(listed)
 
+
+async def _still_served(
+    api_client: ApiClient, group: str, version: str, plurals: Sequence[str], recheck: float
+) -> None:
+    """Return once discovery says ``plurals`` are no longer served (asked every ``recheck``
+    seconds; a failure to ask is not an answer)."""
+    while True:
+        await asyncio.sleep(recheck)
+        if not await _served_or_unknown(api_client, group, version, plurals):
+            return
+
+
+async def _served_or_unknown(
+    api_client: ApiClient, group: str, version: str, plurals: Sequence[str]
+) -> bool:
+    """Whether ``plurals`` are served, True when discovery cannot tell."""
+    try:
+        return await served(api_client, group, version, plurals)
+    except (ApiError, aiohttp.ClientError, OSError, TimeoutError):
+        return True
+
+
+async def _run_kopf_while_served(
+    api_client: ApiClient,
+    configuration: Configuration,
+    *,
+    group: str,
+    version: str,
+    plurals: Sequence[str],
+    what: str,
+    register: Callable[[kopf.OperatorRegistry], None],
+    namespaces: Sequence[str],
+    on_signal: Callable[[], None] | None,
+    relistings: Sequence[Relisting],
+    recheck: float,
+) -> bool:
+    """Run Kopf until cancelled (re-raised), until it stops of itself (False), or until the
+    kinds are no longer served (True). Kopf failing while they are still served is logged and
+    Kopf started again after ``recheck`` seconds."""
+    watching = asyncio.create_task(
+        _still_served(api_client, group, version, plurals, recheck), name=f"served-{what}"
+    )
+    try:
+        while True:
+            stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            task = asyncio.create_task(
+                run_kopf(
+                    _registry(configuration, register),
+                    list(namespaces),
+                    stop,
+                    on_signal=on_signal,
+                ),
+                name=f"kopf-{what}",
+            )
+            counting = [
+                asyncio.create_task(
+                    relisting.keep_counting(namespaces), name=f"count-{relisting.plural}"
+                )
+                for relisting in relistings
+            ]
+            try:
+                await asyncio.wait({task, watching}, return_when=asyncio.FIRST_COMPLETED)
+                if watching.done():
+                    return True
+                failure = task.exception()
+                if failure is None:
+                    return False
+            finally:
+                await _stop_kopf(task, stop, relistings, counting)
+            # Kopf fails on a 404 once the CRD is deleted: back to discovery if that is why.
+            if not await _served_or_unknown(api_client, group, version, plurals):
+                return True
+            log.warning("Kopf stopped serving %s (%s); starting it again", what, failure)
+            await asyncio.sleep(recheck)
+    finally:
+        watching.cancel()
+        await asyncio.gather(watching, return_exceptions=True)
+
+
+def _registry(
+    configuration: Configuration, register: Callable[[kopf.OperatorRegistry], None]
+) -> kopf.OperatorRegistry:
+    """A Kopf registry with the login from ``configuration`` and ``register``'s handlers."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
@@ -149,25 +303,24 @@ async def serve_with_kopf(
         return await connection_info(configuration)
 
     register(registry)
-    stop: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    task = asyncio.create_task(
-        run_kopf(registry, list(namespaces), stop, on_signal=on_signal), name=f"kopf-{what}"
-    )
-    counting = [
-        asyncio.create_task(relisting.keep_counting(namespaces), name=f"count-{relisting.plural}")
-        for relisting in relistings
-    ]
-    try:
-        await asyncio.shield(task)
-    finally:
-        if not stop.done():
-            stop.set_result(None)
-        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.shield(task), KOPF_STOP_TIMEOUT)
-        task.cancel()
-        for relisting, counter in zip(relistings, counting, strict=True):
-            counter.cancel()
-            relisting.cancel()
-        with contextlib.suppress(BaseException):
-            await task
-        await asyncio.gather(*counting, return_exceptions=True)
+    return registry
+
+
+async def _stop_kopf(
+    task: asyncio.Task[None],
+    stop: asyncio.Future[None],
+    relistings: Sequence[Relisting],
+    counting: Sequence[asyncio.Task[None]],
+) -> None:
+    """Ask Kopf to stop, cancel it after :data:`KOPF_STOP_TIMEOUT`, stop the re-listings."""
+    if not stop.done():
+        stop.set_result(None)
+    with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+        await asyncio.wait_for(asyncio.shield(task), KOPF_STOP_TIMEOUT)
+    task.cancel()
+    for relisting, counter in zip(relistings, counting, strict=True):
+        counter.cancel()
+        relisting.cancel()
+    with contextlib.suppress(BaseException):
+        await task
+    await asyncio.gather(*counting, return_exceptions=True)
