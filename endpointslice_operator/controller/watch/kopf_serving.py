@@ -282,14 +282,29 @@ async def _run_kopf_while_served(
                     return False
             finally:
                 await _stop_kopf(task, stop, relistings, counting)
-            # Kopf fails on a 404 once the CRD is deleted: back to discovery if that is why.
+            # Kopf fails on a 404 once the CRD is deleted (discovery may still show it for a
+            # moment): back to discovery if that is why.
+            await asyncio.sleep(recheck)
             if not await _served_or_unknown(api_client, group, version, plurals):
                 return True
-            log.warning("Kopf stopped serving %s (%s); starting it again", what, failure)
-            await asyncio.sleep(recheck)
+            if getattr(failure, "status", None) != 404:
+                log.warning("Kopf stopped serving %s (%s); starting it again", what, failure)
     finally:
         watching.cancel()
         await asyncio.gather(watching, return_exceptions=True)
+
+
+class _NotServedFilter(logging.Filter):
+    """Drops Kopf's error records (with their tracebacks) of a watch answered 404: the kind is
+    no longer served, which :func:`serve_with_kopf` notices and logs in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        failure = record.exc_info[1] if record.exc_info else None
+        return getattr(failure, "status", None) != 404
+
+
+for _name in ("kopf._core.reactor.orchestration", "kopf._core.reactor.running"):
+    logging.getLogger(_name).addFilter(_NotServedFilter())
 
 
 def _registry(
@@ -315,7 +330,7 @@ async def _stop_kopf(
     """Ask Kopf to stop, cancel it after :data:`KOPF_STOP_TIMEOUT`, stop the re-listings."""
     if not stop.done():
         stop.set_result(None)
-    with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+    with contextlib.suppress(Exception, asyncio.CancelledError):  # its failure is read apart
         await asyncio.wait_for(asyncio.shield(task), KOPF_STOP_TIMEOUT)
     task.cancel()
     for relisting, counter in zip(relistings, counting, strict=True):
