@@ -125,7 +125,7 @@ async def serve_endpoint_selectors(
         log.info("serving EndpointSelectors (%d listed)", len(items[PLURAL]))
         router.requeue(all_keys())
 
-    def unserved() -> None:
+    def unserved(_plurals: set[str]) -> None:
         keys = index.clear()
         if keys:
             router.requeue(keys)

@@ -111,8 +111,9 @@ async def serve_exports_and_imports(
 ) -> None:
     """Discover, list once into ``cache``, then run Kopf's handlers until cancelled, and
     again after the CRDs are deleted and installed again: while they are not served,
-    ``cache`` holds none of them (an empty listing: what it held is pruned, and the imports
-    concerned are queued); ``api_serving`` follows whether they are served."""
+    ``cache`` holds none of the kinds whose CRD went (an empty listing: what it held is pruned,
+    and the imports concerned are queued; a kind still served keeps what it held);
+    ``api_serving`` follows whether they are served."""
     relistings = relistings_of(api_client, cache)
 
     def listed(items: dict[str, list[dict[str, Any]]]) -> None:
@@ -128,8 +129,8 @@ async def serve_exports_and_imports(
             len(items["serviceimports"]),
         )
 
-    def unserved() -> None:
-        for kind in KOPF_KINDS:
+    def unserved(plurals: set[str]) -> None:
+        for kind in sorted(plurals):
             cache.listing(kind)(None)
             cache.listed_callback(kind)(None)
 

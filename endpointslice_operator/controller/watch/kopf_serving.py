@@ -105,7 +105,7 @@ async def serve_with_kopf(
     namespaces: Sequence[str] = (),
     on_signal: Callable[[], None] | None = None,
     relistings: Sequence[Relisting] = (),
-    on_unserved: Callable[[], None] | None = None,
+    on_unserved: Callable[[set[str]], None] | None = None,
     api_serving: ApiServingMetrics | None = None,
     recheck: float = SERVED_RECHECK,
 ) -> None:
@@ -123,8 +123,9 @@ async def serve_with_kopf(
 
     While Kopf runs, discovery is asked again every ``recheck`` seconds (and at once when Kopf
     fails, as it does on a 404 when the CRD is deleted): once the kinds are no longer served,
-    Kopf is stopped, ``on_unserved`` drops what the caches held of them (their objects went
-    with the CRD), one warning says so, and the discovery above starts again.
+    Kopf is stopped, ``on_unserved`` is given those of ``plurals`` no longer served and drops
+    what the caches held of them (their objects went with the CRD), one warning says so, and
+    the discovery above starts again.
     ``api_serving`` (``endpointslice_operator_api_served``) follows whether they are served."""
     told = ""
     kinds = ", ".join(f"{plural}.{group}/{version}" for plural in plurals)
@@ -164,7 +165,7 @@ async def serve_with_kopf(
         if api_serving is not None:
             api_serving.set(group, plurals, False)
         if on_unserved is not None:
-            on_unserved()
+            on_unserved(await _unserved(api_client, group, version, plurals))
         told = missing
         log.warning(
             "%s no longer served: %s; dropped them from the caches, checking again with a backoff",
@@ -223,6 +224,17 @@ async def _still_served(
         await asyncio.sleep(recheck)
         if not await _served_or_unknown(api_client, group, version, plurals):
             return
+
+
+async def _unserved(
+    api_client: ApiClient, group: str, version: str, plurals: Sequence[str]
+) -> set[str]:
+    """Those of ``plurals`` discovery does not show (every one when it cannot tell)."""
+    return {
+        plural
+        for plural in plurals
+        if not await _served_or_unknown(api_client, group, version, (plural,))
+    } or set(plurals)
 
 
 async def _served_or_unknown(
