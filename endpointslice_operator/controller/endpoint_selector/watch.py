@@ -13,7 +13,9 @@ EndpointSelector for a deleted one: ``index.synced``) and queues every EndpointS
 then Kopf takes over with an ``on.event`` handler on a registry of its own (Kopf scans the
 served resources once when it starts, so it is started only now): each event updates the
 index, queues the key when the spec changed, and writes ``status`` (observedGeneration and the
-``Ready`` condition) through Kopf's patch when it differs from what the object shows.
+``Ready`` condition) through Kopf's patch when it differs from what the object shows. The CRD
+deleted while served: the index drops every EndpointSelector and queues their keys (their syncs
+remove what the garbage collector left of their slices), then discovery starts again.
 """
 
 from __future__ import annotations

@@ -10,7 +10,11 @@ restart. Once served, one list per kind and watched scope is handed to ``on_list
 may then take a missing object for a deleted one), and a Kopf instance of its own runs the
 handlers ``register`` put on its registry, until cancelled. Objects deleted while Kopf's watch
 had expired are found by the kinds' :class:`~.relist.Relisting`, which the handlers feed, and
-whose count runs here while Kopf does.
+whose count runs here while Kopf does. While Kopf runs, discovery is asked again every
+:data:`SERVED_RECHECK` seconds (and when Kopf fails, as it does on a 404): a CRD deleted stops
+Kopf, the caller drops the objects that went with it, one warning says so (Kopf's own 404
+tracebacks are left out), ``endpointslice_operator_api_served`` turns 0, and all of the above
+starts again, so the CRD applied again is served again, in any order of events.
 
 Used by EndpointSelectors (:mod:`.owners.endpoint_selector_watch`) and by the Multi-Cluster
 Services' ServiceExports and ServiceImports of this cluster (:mod:`.mcs.kopf_handlers`).
