@@ -199,6 +199,7 @@ def build_round(needs: RoundNeeds, api_client: ApiClient, configuration: Configu
                 relisting=endpoint_selector_relisting(api_client, selectors, router),
                 namespaces=list(settings.namespaces),
                 on_signal=needs.on_signal,
+                api_serving=needs.metrics.api_serving,
             )
         )
         # Their endpoint counts, into their status at most once per interval (the leader's).
@@ -225,6 +226,7 @@ def build_round(needs: RoundNeeds, api_client: ApiClient, configuration: Configu
             peer_timeout=settings.mcs_peer_timeout,
             namespaces=settings.namespaces,
             metrics=needs.metrics.multicluster,
+            api_serving=needs.metrics.api_serving,
             writer=writes.writer,
             budget=budget,
             tracker=writes.tracker,

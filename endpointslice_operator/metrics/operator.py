@@ -16,6 +16,7 @@ from enum import StrEnum
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram
 
+from endpointslice_operator.metrics.api_serving import ApiServingMetrics
 from endpointslice_operator.metrics.collectors import (
     DEFAULT_BUCKETS,
     ENDPOINTS_PER_SYNC_BUCKETS,
@@ -146,6 +147,8 @@ class OperatorMetrics:
         self.workqueue = WorkqueueMetrics(r)
         self.multicluster = MulticlusterMetrics(r)
         """``endpointslice_operator_mcs_*`` (``--multicluster``)."""
+        self.api_serving = ApiServingMetrics(r)
+        """``endpointslice_operator_api_served``: the custom resources watched, served or not."""
 
     # -- convenience API used by the controller ------------------------------------------------
 

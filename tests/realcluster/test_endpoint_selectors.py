@@ -566,3 +566,59 @@ async def test_counting_them_takes_one_list_of_one_item(kube: Kube, ns: str, crd
         assert await relisting.count(ns) == 3
         page = await kube.get(f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors", limit="1")
         assert page["metadata"]["remainingItemCount"] == 2
+
+
+async def test_the_crd_deleted_and_applied_again_is_served_again(
+    kube: Kube, ns: str, selector_operator: OperatorProcess
+) -> None:
+    """``kubectl delete crd`` then ``kubectl apply`` while the operator runs, twice: the
+    deleted EndpointSelectors' slices go, one warning (no traceback) and
+    ``endpointslice_operator_api_served`` 0 say the kind is not served, and once the CRD is
+    back a new EndpointSelector is served."""
+    body = yaml.safe_load(CRD_FILE.read_text(encoding="utf-8"))
+    crd_path = f"{CRDS}/{body['metadata']['name']}"
+    served = (
+        r'endpointslice_operator_api_served\{group="endpointslice-operator.io",'
+        r'resource="endpointselectors"\}'
+    )
+    await o.pod(kube, ns, "web-0", "10.1.0.1")
+    await o.pod(kube, ns, "api-0", "10.1.0.2", labels={"app": "api"})
+    for round_ in range(2):
+        before, after = f"before-{round_}", f"after-{round_}"
+        await create_selector(kube, ns, selector_body(before, {"matchLabels": {"app": "web"}}))
+        await until_selected(kube, ns, before, {"10.1.0.1"})
+        assert await selector_operator.metric(served) == 1
+        status, answer = await kube.status_of("DELETE", crd_path)
+        assert status == 200, answer
+
+        async def unserved(before: str = before) -> bool:
+            assert (await kube.status_of("GET", crd_path))[0] == 404
+            assert await selector_slices(kube, ns, before) == []
+            assert await selector_operator.metric(served) == 0
+            return True
+
+        await eventually(unserved, timeout=90)
+        status, answer = await kube.status_of("POST", CRDS, body)
+        assert status in (200, 201), answer
+        await create_when_served(kube, ns, selector_body(after, {"matchLabels": {"app": "api"}}))
+        await until_selected(kube, ns, after, {"10.1.0.2"}, timeout=90)
+        await until_condition(kube, ns, after, "True", "Accepted")
+        assert await selector_operator.metric(served) == 1
+    log = selector_operator.log()
+    assert log.count("EndpointSelectors no longer served") == 2, log[-3000:]
+    assert "Traceback" not in log, log[-3000:]
+
+
+async def create_when_served(kube: Kube, ns: str, body: JSON) -> None:
+    """Create an EndpointSelector once the API server takes it (the CRD just applied)."""
+
+    async def created() -> bool:
+        path = f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors"
+        try:
+            status, answer = await kube.status_of("POST", path, body)
+        except json.JSONDecodeError as exc:  # "404 page not found": not served yet
+            raise AssertionError("not served yet") from exc
+        assert status in (200, 201), answer
+        return True
+
+    await eventually(created, timeout=90)

@@ -231,6 +231,15 @@ class EndpointSelectorIndex:
         self.shown.pop(key, None)
         return entry
 
+    def clear(self) -> list[str]:
+        """Remove every EndpointSelector (their CRD was deleted); their keys."""
+        keys = list(self._entries)
+        for key in keys:
+            self._services.put_selector(key, self._entries.pop(key).namespace, None)
+            self.counts.pop(key, None)
+            self.shown.pop(key, None)
+        return keys
+
 
 class EndpointCounts(NamedTuple):
     """``status.readyEndpoints`` and ``status.endpoints``."""

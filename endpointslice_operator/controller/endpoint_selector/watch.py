@@ -13,7 +13,9 @@ EndpointSelector for a deleted one: ``index.synced``) and queues every EndpointS
 then Kopf takes over with an ``on.event`` handler on a registry of its own (Kopf scans the
 served resources once when it starts, so it is started only now): each event updates the
 index, queues the key when the spec changed, and writes ``status`` (observedGeneration and the
-``Ready`` condition) through Kopf's patch when it differs from what the object shows.
+``Ready`` condition) through Kopf's patch when it differs from what the object shows. The CRD
+deleted while served: the index drops every EndpointSelector and queues their keys (their syncs
+remove what the garbage collector left of their slices), then discovery starts again.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from endpointslice_operator.controller.endpoint_selector.index import (
 from endpointslice_operator.controller.watch.kopf_serving import serve_with_kopf, served
 from endpointslice_operator.controller.watch.relist import Relisting
 from endpointslice_operator.controller.watch.router import EventRouter
+from endpointslice_operator.metrics.api_serving import ApiServingMetrics
 from endpointslice_operator.reconciler.endpoint_selector import GROUP, PLURAL, VERSION
 
 __all__ = ["discover", "register_endpoint_selector_handler", "serve_endpoint_selectors"]
@@ -105,8 +108,13 @@ async def serve_endpoint_selectors(
     relisting: Relisting | None = None,
     namespaces: Sequence[str] = (),
     on_signal: Callable[[], None] | None = None,
+    api_serving: ApiServingMetrics | None = None,
 ) -> None:
-    """Discover, list, then run Kopf for EndpointSelectors until cancelled; ``relisting``
+    """Discover, list, then run Kopf for EndpointSelectors until cancelled, and again after
+    the CRD is deleted and installed again: while it is not served, the index holds none and
+    their keys are queued (a sync then takes them for deleted and removes their slices, which
+    the garbage collector may have removed already); ``api_serving`` follows whether it is
+    served. ``relisting``
     notes every event (see :func:`register_endpoint_selector_handler`). ``on_signal``:
     where SIGINT and SIGTERM go once this second Kopf instance has started (see
     :func:`~endpointslice_operator.controller.watch.kopf_wiring.run_kopf`)."""
@@ -118,6 +126,11 @@ async def serve_endpoint_selectors(
         index.synced = True
         log.info("serving EndpointSelectors (%d listed)", len(items[PLURAL]))
         router.requeue(all_keys())
+
+    def unserved(_plurals: set[str]) -> None:
+        keys = index.clear()
+        if keys:
+            router.requeue(keys)
 
     await serve_with_kopf(
         api_client,
@@ -135,4 +148,6 @@ async def serve_endpoint_selectors(
         namespaces=namespaces,
         on_signal=on_signal,
         relistings=() if relisting is None else (relisting,),
+        on_unserved=unserved,
+        api_serving=api_serving,
     )

@@ -33,7 +33,7 @@ from endpointslice_operator.controller.mcs.kopf_handlers import (
 )
 from endpointslice_operator.controller.sync.events import EventRecorder
 from endpointslice_operator.controller.work.budget import WriteBudget
-from endpointslice_operator.metrics import MulticlusterMetrics
+from endpointslice_operator.metrics import ApiServingMetrics, MulticlusterMetrics
 from endpointslice_operator.reconciler.config import ReconcilerConfig
 from endpointslice_operator.reconciler.mcs import LABEL_SOURCE_CLUSTER
 from endpointslice_operator.reconciler.tracking.tracker import EndpointSliceTracker
@@ -57,6 +57,7 @@ class MulticlusterController:
         requeue: Callable[[list[str]], None],
         namespaces: tuple[str, ...] = (),
         metrics: MulticlusterMetrics | None = None,
+        api_serving: ApiServingMetrics | None = None,
         writer: SliceWriter | None = None,
         budget: WriteBudget | None = None,
         tracker: EndpointSliceTracker | None = None,
@@ -82,6 +83,7 @@ class MulticlusterController:
             timeout=peer_timeout,
         )
         self.metrics = metrics
+        self.api_serving = api_serving
         self.syncer = ImportSyncer(
             api_client,
             self.local,
@@ -162,6 +164,7 @@ class MulticlusterController:
                         self.local,
                         namespaces=self.namespaces,
                         on_signal=self.on_signal,
+                        api_serving=self.api_serving,
                     ),
                     name="mcs-local-kopf",
                 )

@@ -26,6 +26,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from endpointslice_operator.controller.mcs.cache import Key, LocalCache
 from endpointslice_operator.controller.watch.kopf_serving import serve_with_kopf
 from endpointslice_operator.controller.watch.relist import Relisting
+from endpointslice_operator.metrics.api_serving import ApiServingMetrics
 from endpointslice_operator.reconciler.mcs import MCS_GROUP, MCS_VERSION
 
 __all__ = ["GROUP", "KOPF_KINDS", "relistings_of", "serve_exports_and_imports"]
@@ -106,8 +107,13 @@ async def serve_exports_and_imports(
     *,
     namespaces: Sequence[str] = (),
     on_signal: Callable[[], None] | None = None,
+    api_serving: ApiServingMetrics | None = None,
 ) -> None:
-    """Discover, list once into ``cache``, then run Kopf's handlers until cancelled."""
+    """Discover, list once into ``cache``, then run Kopf's handlers until cancelled, and
+    again after the CRDs are deleted and installed again: while they are not served,
+    ``cache`` holds none of the kinds whose CRD went (an empty listing: what it held is pruned,
+    and the imports concerned are queued; a kind still served keeps what it held);
+    ``api_serving`` follows whether they are served."""
     relistings = relistings_of(api_client, cache)
 
     def listed(items: dict[str, list[dict[str, Any]]]) -> None:
@@ -123,6 +129,11 @@ async def serve_exports_and_imports(
             len(items["serviceimports"]),
         )
 
+    def unserved(plurals: set[str]) -> None:
+        for kind in sorted(plurals):
+            cache.listing(kind)(None)
+            cache.listed_callback(kind)(None)
+
     await serve_with_kopf(
         api_client,
         configuration,
@@ -137,4 +148,6 @@ async def serve_exports_and_imports(
         namespaces=namespaces,
         on_signal=on_signal,
         relistings=list(relistings.values()),
+        on_unserved=unserved,
+        api_serving=api_serving,
     )

@@ -9,6 +9,9 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
+from prometheus_client import CollectorRegistry
+
 from endpointslice_operator.controller.cache.indexes import Indexes
 from endpointslice_operator.controller.cache.owner_kinds import ENDPOINT_SELECTOR
 from endpointslice_operator.controller.endpoint_selector.index import EndpointSelectorIndex
@@ -17,6 +20,8 @@ from endpointslice_operator.controller.endpoint_selector.watch import (
 )
 from endpointslice_operator.controller.watch.router import EventRouter
 from endpointslice_operator.controller.work.queue import ServiceQueue
+from endpointslice_operator.metrics import ApiServingMetrics
+from endpointslice_operator.reconciler.endpoint_selector import GROUP, PLURAL
 from endpointslice_operator.reconciler.tracking.tracker import EndpointSliceTracker
 from endpointslice_operator.testing import Emulator, run_emulator
 from endpointslice_operator.view import open_api_client
@@ -164,3 +169,56 @@ async def test_only_what_a_sync_reads_queues_the_key_and_status_is_written_when_
             await eventually(lambda: (s.ready("sel") or {}).get("status") == "False", timeout=30)
             await s.queue.wait_idle()
             assert s.synced == [key("sel")] * 4
+
+
+@pytest.mark.looptime(resolution=1 / 1024)
+async def test_a_crd_deleted_then_installed_again_is_dropped_then_served_again() -> None:
+    async with run_emulator() as emu:
+        prepare(emu)
+        endpoint_selector(emu, "before", match_labels={"app": "web"})
+        served = Served(emu)
+        metrics = ApiServingMetrics(CollectorRegistry())
+        api = await open_api_client(emu.kubeconfig_path)
+        worker = asyncio.create_task(served.queue.run(served.sync))
+        task = asyncio.create_task(
+            serve_endpoint_selectors(
+                api,
+                api.configuration,
+                served.index,
+                served.router,
+                served.index.keys,
+                api_serving=metrics,
+            )
+        )
+
+        def gauge() -> float:
+            return metrics.served.labels(GROUP, PLURAL)._value.get()  # type: ignore[no-any-return]
+
+        try:
+            for _ in range(2):  # any number of times
+                await eventually(lambda: served.index.get(key("before")) is not None, timeout=60)
+                assert gauge() == 1
+                served.synced.clear()
+                # The CRD deleted: discovery no longer serves the group.
+                emu.store.registry.unserved.add(GROUP)
+                await eventually(lambda: len(served.index) == 0, timeout=60)
+                # Its EndpointSelectors are dropped and queued (their syncs remove the slices).
+                await eventually(lambda: served.synced == [key("before")], timeout=60)
+                assert gauge() == 0
+                # Installed again: listed, served again, and a new one is served.
+                install_crd(emu)
+                await eventually(lambda: gauge() == 1, timeout=600)
+                endpoint_selector(emu, "after", match_labels={"app": "new"})
+                await eventually(lambda: served.ready("after") is not None, timeout=60)
+                await eventually(lambda: key("after") in served.synced, timeout=60)
+                emu.store.delete("endpointselectors", NS, "after")
+                await eventually(lambda: served.index.get(key("after")) is None, timeout=60)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await served.queue.stop(timeout=5)
+            worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+            await api.close()

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from kubernetes_asyncio.client import Configuration
+from prometheus_client import CollectorRegistry
 
 from endpointslice_operator.controller.api.client import OperatorApiClient
 from endpointslice_operator.controller.mcs.cache import Key, LocalCache
@@ -20,6 +21,7 @@ from endpointslice_operator.controller.mcs.kopf_handlers import (
 )
 from endpointslice_operator.controller.watch.kopf_wiring import load_client_configuration
 from endpointslice_operator.controller.watch.relist import COUNT_INTERVAL, RELIST_QUIET_PERIOD
+from endpointslice_operator.metrics import ApiServingMetrics
 from endpointslice_operator.testing import Emulator, run_emulator
 from tests.e2e.harness import eventually, settings
 from tests.e2e.watch_gap import miss_deletions
@@ -142,6 +144,44 @@ async def test_the_last_export_deleted_in_the_gap_is_found_by_the_count() -> Non
             assert set(cache.exports) == {(NS, "gone")}
             await eventually(lambda: not cache.exports, timeout=COUNT_INTERVAL)
             assert asyncio.get_running_loop().time() - started <= COUNT_INTERVAL + 5
+        finally:
+            serving.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await serving
+
+
+async def test_the_crds_deleted_then_installed_again_are_dropped_then_served_again() -> None:
+    async with mcs_api() as (emu, configuration, api_client):
+        create(emu, "ServiceExport", "web")
+        create(emu, "ServiceImport", "web")
+        changed: list[Key] = []
+        cache = LocalCache(changed.append, "ours")
+        metrics = ApiServingMetrics(CollectorRegistry())
+
+        def served() -> float:
+            value = metrics.served.labels(GROUP, "serviceexports")._value.get()
+            return value  # type: ignore[no-any-return]
+
+        serving = asyncio.create_task(
+            serve_exports_and_imports(
+                api_client, configuration, cache, namespaces=[NS], api_serving=metrics
+            )
+        )
+        try:
+            for _ in range(2):
+                await eventually(lambda: (NS, "web") in cache.exports, timeout=60)
+                assert served() == 1
+                changed.clear()
+                emu.store.registry.unserved.add(GROUP)  # the CRDs deleted
+                await eventually(lambda: not cache.exports and not cache.imports, timeout=60)
+                assert (NS, "web") in changed
+                assert served() == 0
+                emu.store.registry.unserved.discard(GROUP)  # applied again
+                await eventually(lambda: served() == 1, timeout=600)
+                create(emu, "ServiceExport", "new")
+                await eventually(lambda: (NS, "new") in cache.exports, timeout=60)
+                emu.store.delete("serviceexports", NS, "new")
+                await eventually(lambda: (NS, "new") not in cache.exports, timeout=60)
         finally:
             serving.cancel()
             with contextlib.suppress(asyncio.CancelledError):
