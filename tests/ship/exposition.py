@@ -29,6 +29,7 @@ def touched_metrics() -> OperatorMetrics:
     metrics.leader.set(1)
     metrics.set_pods_left_out("network", 1)
     metrics.record_leftover_deleted("service_missing")
+    metrics.api_serving.set("endpointslice-operator.io", ["endpointselectors"], True)
     metrics.mirroring.changes("create")
     mcs = metrics.multicluster
     mcs.peer_reachable.labels("west").set(1)
