@@ -107,8 +107,8 @@ async def test_a_cluster_is_list_watched_into_its_cache_namespaced_kinds_in_its_
 
 
 async def test_service_imports_are_watched_in_the_given_namespaces_only() -> None:
-    """Like the exports: with namespaces given, no cluster-wide list or watch of
-    ServiceImports (which would need cluster-wide RBAC)."""
+    """Like the exports, Services and EndpointSlices: with namespaces given, no cluster-wide
+    list or watch of ServiceImports (which would need cluster-wide RBAC)."""
     async with run_emulator() as emu, await api_client(emu) as api:
         serve_mcs(emu)
         name_cluster(emu, "west")
@@ -127,8 +127,9 @@ async def test_service_imports_are_watched_in_the_given_namespaces_only() -> Non
         try:
             await until(lambda: cache.listed == set(LOCAL_KINDS))
             assert set(cache.imports) == {(NS, "web")}
-            requests = emu.requests.filter(resource="serviceimports")
-            assert requests and {r.namespace for r in requests} == {NS}
+            for kind in ("serviceexports", "serviceimports", "services", "endpointslices"):
+                requests = emu.requests.filter(resource=kind)
+                assert requests and {r.namespace for r in requests} == {NS}, kind
         finally:
             await stopped(task)
 
