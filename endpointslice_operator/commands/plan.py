@@ -59,7 +59,12 @@ from endpointslice_operator.controller.cache.owner_kinds import ENDPOINT_SELECTO
 from endpointslice_operator.controller.endpoint_selector.index import (
     validate as validate_endpoint_selector,
 )
-from endpointslice_operator.controller.sync.decision import SOURCE_ENDPOINTS, Route, decide
+from endpointslice_operator.controller.sync.decision import (
+    REASON_OPT_IN_IGNORED,
+    SOURCE_ENDPOINTS,
+    Route,
+    decide,
+)
 from endpointslice_operator.controller.sync.networks import (
     SOURCE_NETWORK,
     NetworkAnnotations,
@@ -112,10 +117,14 @@ def _as_opted_in(service: Mapping[str, Any], enabled_annotation: str) -> dict[st
     return {**service, "metadata": metadata}
 
 
-def _not_opted_in_note(service: Mapping[str, Any], enabled_annotation: str) -> str:
+def _not_opted_in_note(
+    service: Mapping[str, Any], enabled_annotation: str, near_miss: str | None
+) -> str:
     other = _labels(service).get(_CONTROLLER_NAME_LABEL)
     if other is not None:
         why = f"its {_CONTROLLER_NAME_LABEL} label names {other!r}"
+    elif near_miss is not None:
+        why = "the near miss above"
     else:
         why = f'it has no {enabled_annotation}: "true" annotation'
     return f"not opted in ({why}); planned as if it were"
@@ -244,11 +253,31 @@ def plan_manifests(
             selector_annotation=selector_annotation,
             managed_by=config.controller_name,
         )
-        if not opted_in and not opted_in_only:
-            result.notes.append(_not_opted_in_note(service, enabled_annotation))
         verdict = decide(
             candidate, decision, source_annotation=source_annotation, networks=networks
         )
+        if not opted_in:
+            # The operator's own reading of the Service: a near miss of the opt-in is reported
+            # with the sentence of its OptInIgnored Warning Event.
+            as_is = decide(
+                service,
+                evaluate(
+                    service,
+                    enabled_annotation=enabled_annotation,
+                    selector_annotation=selector_annotation,
+                    managed_by=config.controller_name,
+                ),
+                source_annotation=source_annotation,
+                networks=networks,
+            )
+            if as_is.near_miss is not None:
+                result.notes.append(f"event Warning {REASON_OPT_IN_IGNORED}: {as_is.near_miss}")
+            if not opted_in_only:
+                result.notes.append(
+                    _not_opted_in_note(service, enabled_annotation, as_is.near_miss)
+                )
+        elif verdict.near_miss is not None:
+            result.notes.append(f"event Warning {REASON_OPT_IN_IGNORED}: {verdict.near_miss}")
         if verdict.route is Route.MIRROR:
             _plan_mirroring(
                 result,
