@@ -644,9 +644,19 @@ def _parser() -> argparse.ArgumentParser:
         help="namespace of objects that do not name one (default: %(default)s)",
     )
     parser.add_argument(
-        "--controller-name",
+        "--managed-by",
+        dest="controller_name",
+        metavar="NAME",
         default=DEFAULT_CONTROLLER_NAME,
-        help="managed-by value of the operator's slices (default: %(default)s)",
+        help="managed-by value of the operator's slices, as the other commands' --managed-by "
+        "(default: %(default)s)",
+    )
+    # The flag's earlier name, kept working.
+    parser.add_argument(
+        "--controller-name",
+        dest="controller_name",
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
     )
     parser.add_argument(
         "--max-endpoints-per-slice",
@@ -754,9 +764,14 @@ def _selector_keys(
     )
 
 
+_FLAGS = {"controller_name": "--managed-by"}
+"""ReconcilerConfig fields whose flag is not named after them."""
+
+
 def _config_error(exc: ValidationError) -> str:
     first = exc.errors()[0]
-    option = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "configuration"
+    field = str(first["loc"][0]) if first["loc"] else ""
+    option = _FLAGS.get(field, "--" + field.replace("_", "-")) if field else "configuration"
     return f"{option}: {first['msg']}"
 
 

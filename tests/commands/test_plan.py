@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from endpointslice_operator.cli import main as cli_main
-from endpointslice_operator.commands.plan import main
+from endpointslice_operator.commands.plan import _parser, main
 
 UID = "6b1f0c3e-0000-4000-8000-000000000001"
 MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
@@ -239,15 +239,19 @@ def test_controller_name_selects_which_slices_are_ours(
     existing["metadata"]["labels"][MANAGED_BY] = "mine.example.com"
     slices = write(tmp_path / "slices.yaml", existing)
 
-    status, out, _ = run(
-        capsys, "-f", str(manifests), "-f", str(slices), "--controller-name", "mine.example.com"
-    )
-    assert (status, out) == (0, "")
+    # --managed-by as every other command calls it; --controller-name, its earlier name, too
+    for flag in ("--managed-by", "--controller-name"):
+        status, out, _ = run(
+            capsys, "-f", str(manifests), "-f", str(slices), flag, "mine.example.com"
+        )
+        assert (status, out) == (0, "")
 
-    status, out, err = run(capsys, "-f", str(manifests), "--controller-name", "not a label!")
+    status, out, err = run(capsys, "-f", str(manifests), "--managed-by", "not a label!")
     assert (status, out) == (2, "")
-    assert err.startswith("plan: --controller-name: ")
+    assert err.startswith("plan: --managed-by: ")
     assert err.count("\n") == 1
+    assert "--managed-by NAME" in _parser().format_help()
+    assert "--controller-name" not in _parser().format_help()
 
 
 def test_max_endpoints_per_slice(capsys: pytest.CaptureFixture[str], manifests: Path) -> None:
