@@ -293,6 +293,7 @@ class Settings(BaseSettings):
         "Mirroring (`<prefix>/source: endpoints`): addresses mirrored per Endpoints subset, "
         "ready ones first (1 to 1000; kube-controller-manager's "
         "`--mirroring-max-endpoints-per-subset`).",
+        metavar="N",
     )
     endpoint_selectors: bool = setting(
         True,

@@ -209,6 +209,8 @@ def test_help_exits_zero_and_mentions_every_flag_and_variable(
     for spec in SETTINGS_TABLE:
         assert spec.flag in out
         assert spec.env in out
+    # metavars are short words (N, NAME, DURATION), never the field's name in capitals
+    assert re.findall(r"--[a-z-]+ [A-Z_]{10,}", out) == []
 
 
 def test_empty_optional_variables_count_as_unset() -> None:

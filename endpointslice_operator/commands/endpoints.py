@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from endpointslice_operator.commands.flags import (
     add_annotation_prefix,
@@ -244,7 +244,32 @@ async def _run(
                         break
         finally:
             await stream.aclose()
+        if not args.watch and named and not (args.endpoint_selector or args.service_import):
+            missing = await _missing_services(api, named)
+            for key in missing:
+                sys.stderr.write(f"{PROG}: Service {key} does not exist\n")
+            if missing:
+                return 1
     return 0
+
+
+async def _missing_services(api: Any, named: list[str]) -> list[str]:
+    """Of the Services named (``namespace/name``), those the API server does not have."""
+    from kubernetes_asyncio.client import CoreV1Api
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    core = CoreV1Api(api)
+    missing = []
+    for key in named:
+        namespace, _, name = key.partition("/")
+        if not name:
+            continue  # a bare name with -A: in any namespace
+        try:
+            await core.read_namespaced_service(name, namespace)
+        except ApiException as exc:
+            if exc.status == 404:  # anything else (a 403): not known to be missing
+                missing.append(key)
+    return missing
 
 
 def main(argv: Sequence[str]) -> int:

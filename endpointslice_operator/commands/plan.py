@@ -59,7 +59,12 @@ from endpointslice_operator.controller.cache.owner_kinds import ENDPOINT_SELECTO
 from endpointslice_operator.controller.endpoint_selector.index import (
     validate as validate_endpoint_selector,
 )
-from endpointslice_operator.controller.sync.decision import SOURCE_ENDPOINTS, Route, decide
+from endpointslice_operator.controller.sync.decision import (
+    REASON_OPT_IN_IGNORED,
+    SOURCE_ENDPOINTS,
+    Route,
+    decide,
+)
 from endpointslice_operator.controller.sync.networks import (
     SOURCE_NETWORK,
     NetworkAnnotations,
@@ -112,10 +117,14 @@ def _as_opted_in(service: Mapping[str, Any], enabled_annotation: str) -> dict[st
     return {**service, "metadata": metadata}
 
 
-def _not_opted_in_note(service: Mapping[str, Any], enabled_annotation: str) -> str:
+def _not_opted_in_note(
+    service: Mapping[str, Any], enabled_annotation: str, near_miss: str | None
+) -> str:
     other = _labels(service).get(_CONTROLLER_NAME_LABEL)
     if other is not None:
         why = f"its {_CONTROLLER_NAME_LABEL} label names {other!r}"
+    elif near_miss is not None:
+        why = "the near miss above"
     else:
         why = f'it has no {enabled_annotation}: "true" annotation'
     return f"not opted in ({why}); planned as if it were"
@@ -244,11 +253,31 @@ def plan_manifests(
             selector_annotation=selector_annotation,
             managed_by=config.controller_name,
         )
-        if not opted_in and not opted_in_only:
-            result.notes.append(_not_opted_in_note(service, enabled_annotation))
         verdict = decide(
             candidate, decision, source_annotation=source_annotation, networks=networks
         )
+        if not opted_in:
+            # The operator's own reading of the Service: a near miss of the opt-in is reported
+            # with the sentence of its OptInIgnored Warning Event.
+            as_is = decide(
+                service,
+                evaluate(
+                    service,
+                    enabled_annotation=enabled_annotation,
+                    selector_annotation=selector_annotation,
+                    managed_by=config.controller_name,
+                ),
+                source_annotation=source_annotation,
+                networks=networks,
+            )
+            if as_is.near_miss is not None:
+                result.notes.append(f"event Warning {REASON_OPT_IN_IGNORED}: {as_is.near_miss}")
+            if not opted_in_only:
+                result.notes.append(
+                    _not_opted_in_note(service, enabled_annotation, as_is.near_miss)
+                )
+        elif verdict.near_miss is not None:
+            result.notes.append(f"event Warning {REASON_OPT_IN_IGNORED}: {verdict.near_miss}")
         if verdict.route is Route.MIRROR:
             _plan_mirroring(
                 result,
@@ -615,9 +644,19 @@ def _parser() -> argparse.ArgumentParser:
         help="namespace of objects that do not name one (default: %(default)s)",
     )
     parser.add_argument(
-        "--controller-name",
+        "--managed-by",
+        dest="controller_name",
+        metavar="NAME",
         default=DEFAULT_CONTROLLER_NAME,
-        help="managed-by value of the operator's slices (default: %(default)s)",
+        help="managed-by value of the operator's slices, as the other commands' --managed-by "
+        "(default: %(default)s)",
+    )
+    # The flag's earlier name, kept working.
+    parser.add_argument(
+        "--controller-name",
+        dest="controller_name",
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
     )
     parser.add_argument(
         "--max-endpoints-per-slice",
@@ -725,9 +764,14 @@ def _selector_keys(
     )
 
 
+_FLAGS = {"controller_name": "--managed-by"}
+"""ReconcilerConfig fields whose flag is not named after them."""
+
+
 def _config_error(exc: ValidationError) -> str:
     first = exc.errors()[0]
-    option = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "configuration"
+    field = str(first["loc"][0]) if first["loc"] else ""
+    option = _FLAGS.get(field, "--" + field.replace("_", "-")) if field else "configuration"
     return f"{option}: {first['msg']}"
 
 

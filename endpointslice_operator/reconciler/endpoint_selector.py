@@ -29,6 +29,7 @@ from .desired import IPV4, IPV6, NodesArg, desired_from_service_pods
 from .labels import LABEL_HEADLESS, LABEL_MANAGED_BY, LABEL_SERVICE_NAME, LabelsFunc
 from .plan import Plan
 from .planner import Reconciler
+from .ports import find_port, service_ports
 from .records import PodRecord, pod_record
 from .sources import AddressSource
 
@@ -45,6 +46,7 @@ __all__ = [
     "controlling_service",
     "labels_from_endpoint_selector",
     "plan_endpoint_selector",
+    "unresolved_ports",
 ]
 
 GROUP = "endpointslice-operator.io"
@@ -180,3 +182,17 @@ def plan_endpoint_selector(
         labels=labels_from_endpoint_selector(selector, kep6116_labels=kep6116_labels),
         trigger_time=trigger_time,
     )
+
+
+def unresolved_ports(selector: Mapping[str, Any], pods: list[PodRecord]) -> list[str]:
+    """The named ports of ``spec.ports`` (``name/protocol``) that no selected pod has (as
+    upstream's ``FindPort`` resolves them, sidecars included): the slices publish such a port
+    for no endpoint. Empty when no pod is selected (nothing to resolve against)."""
+    if not pods:
+        return []
+    errors: list[str] = []
+    return [
+        f"{port.target}/{port.protocol}"
+        for port in service_ports(as_service(selector, pods), errors)
+        if isinstance(port.target, str) and all(find_port(pod, port) is None for pod in pods)
+    ]

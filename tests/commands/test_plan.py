@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from endpointslice_operator.cli import main as cli_main
-from endpointslice_operator.commands.plan import main
+from endpointslice_operator.commands.plan import _parser, main
 
 UID = "6b1f0c3e-0000-4000-8000-000000000001"
 MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
@@ -239,15 +239,19 @@ def test_controller_name_selects_which_slices_are_ours(
     existing["metadata"]["labels"][MANAGED_BY] = "mine.example.com"
     slices = write(tmp_path / "slices.yaml", existing)
 
-    status, out, _ = run(
-        capsys, "-f", str(manifests), "-f", str(slices), "--controller-name", "mine.example.com"
-    )
-    assert (status, out) == (0, "")
+    # --managed-by as every other command calls it; --controller-name, its earlier name, too
+    for flag in ("--managed-by", "--controller-name"):
+        status, out, _ = run(
+            capsys, "-f", str(manifests), "-f", str(slices), flag, "mine.example.com"
+        )
+        assert (status, out) == (0, "")
 
-    status, out, err = run(capsys, "-f", str(manifests), "--controller-name", "not a label!")
+    status, out, err = run(capsys, "-f", str(manifests), "--managed-by", "not a label!")
     assert (status, out) == (2, "")
-    assert err.startswith("plan: --controller-name: ")
+    assert err.startswith("plan: --managed-by: ")
     assert err.count("\n") == 1
+    assert "--managed-by NAME" in _parser().format_help()
+    assert "--controller-name" not in _parser().format_help()
 
 
 def test_max_endpoints_per_slice(capsys: pytest.CaptureFixture[str], manifests: Path) -> None:
@@ -814,3 +818,61 @@ def test_readme_endpoint_selector_example() -> None:
     assert done.stdout.splitlines() == [
         "endpointselector:default/checkout  create=1 update=0 delete=0 endpoints=2 slices=1"
     ]
+
+
+ENABLED = "endpointslice-operator.io/enabled"
+
+
+@pytest.mark.parametrize(
+    ("annotations", "spec", "says"),
+    [
+        pytest.param(
+            {ENABLED: "True"},
+            None,
+            f"{ENABLED} is 'True', and only the exact string \"true\" opts in. "
+            f'Set {ENABLED}: "true".',
+            id="True",
+        ),
+        pytest.param({ENABLED: " true"}, None, f"{ENABLED} is ' true'", id="space"),
+        pytest.param(
+            {"endpointslice-operator.io/enable": "true"},
+            None,
+            f"the annotation endpointslice-operator.io/enable is not one of ours; "
+            f"rename it to {ENABLED}.",
+            id="enable",
+        ),
+        pytest.param(
+            {ENABLED: "true"},
+            {"ports": [{"port": 80}]},
+            "opted in but has neither spec.selector nor the annotation "
+            "endpointslice-operator.io/selector",
+            id="selectorless",
+        ),
+    ],
+)
+def test_near_misses_of_the_opt_in_are_said_as_the_operator_says_them(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    annotations: dict[str, str],
+    spec: dict[str, Any] | None,
+    says: str,
+) -> None:
+    body = service(opted_in=False, spec=spec)
+    body["metadata"]["annotations"] = annotations
+    path = write(tmp_path / "svc.yaml", body, node(), pod("web-1", "10.0.0.1"))
+    for extra in ((), ("--opted-in-only",)):
+        _, _, err = run(capsys, "-f", str(path), "-o", "summary", *extra)
+        assert "event Warning OptInIgnored: " in err
+        assert says in err
+        assert "it has no endpointslice-operator.io/enabled" not in err
+
+
+def test_a_plain_service_is_no_near_miss(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    body = service(opted_in=False)
+    body["metadata"]["annotations"] = {ENABLED: "false", "example.com/enable": "true"}
+    path = write(tmp_path / "svc.yaml", body, node(), pod("web-1", "10.0.0.1"))
+    _, _, err = run(capsys, "-f", str(path), "-o", "summary")
+    assert "OptInIgnored" not in err
+    assert f'it has no {ENABLED}: "true" annotation' in err

@@ -223,6 +223,43 @@ async def test_a_named_port_resolved_differently_gives_two_slices() -> None:
             assert all(s["ports"][0]["name"] == "web" for s in selector_slices(emu, "named"))
 
 
+async def test_a_named_port_on_no_pod_is_not_ready_and_warned_once() -> None:
+    async with run_emulator() as emu:
+        cluster(emu)
+        install_crd(emu)
+        pod(emu, "web-0", "10.1.0.1")  # container port "http" only
+        endpoint_selector(
+            emu, "typo", match_labels={"app": "web"}, ports=[{"name": "web", "port": "htp"}]
+        )
+        endpoint_selector(
+            emu, "right", match_labels={"app": "web"}, ports=[{"name": "web", "port": "http"}]
+        )
+        async with running_operator(emu) as op:
+            # The slices stay what kube-controller-manager publishes for such a Service.
+            await eventually(lambda: selector_addresses(emu, "typo") == {"10.1.0.1"})
+            assert not selector_slices(emu, "typo")[0].get("ports")
+            await eventually(
+                lambda: (ready_condition(emu, "typo") or {}).get("reason") == "UnresolvedPort"
+            )
+            condition = ready_condition(emu, "typo")
+            assert condition is not None and condition["status"] == "False"
+            assert "htp/TCP" in condition["message"]
+            # more syncs do not repeat the warning
+            pod(emu, "web-1", "10.1.0.2")
+            await eventually(lambda: selector_addresses(emu, "typo") == {"10.1.0.1", "10.1.0.2"})
+            await settle(op)
+            (event,) = events(emu, "UnresolvedPort")
+            assert event["type"] == "Warning"
+            assert event["involvedObject"]["name"] == "typo"
+            assert event["message"] == condition["message"]
+            assert (ready_condition(emu, "right") or {}).get("reason") == "Accepted"
+            # Fixed: Ready again.
+            update_selector(
+                emu, "typo", lambda s: s["spec"].update(ports=[{"name": "web", "port": "http"}])
+            )
+            await eventually(lambda: (ready_condition(emu, "typo") or {}).get("status") == "True")
+
+
 async def test_a_selector_change_moves_the_slices_and_no_ports_give_an_empty_list() -> None:
     async with run_emulator() as emu:
         cluster(emu)

@@ -203,3 +203,56 @@ async def test_only_the_configured_namespaces_are_watched() -> None:
             await settle(op)
             assert slices(emu, "web", namespace="elsewhere") == []
             assert op.indexes.counts()["pods"] == 1
+
+
+async def test_near_misses_of_the_opt_in_get_one_warning_naming_the_fix() -> None:
+    prefix = ENABLED.rsplit("/", 1)[0]
+    async with run_emulator() as emu:
+        cluster(emu)
+        pod(emu, "web-0", "10.1.0.1")
+        service(
+            emu, "capital", selector={"app": "web"}, annotations={ENABLED: "True"}, opt_in=False
+        )
+        service(emu, "yes", selector={"app": "web"}, annotations={ENABLED: "yes"}, opt_in=False)
+        service(
+            emu,
+            "enable",
+            selector={"app": "web"},
+            annotations={f"{prefix}/enable": "true"},
+            opt_in=False,
+        )
+        service(emu, "selectorless")  # opted in, no selector annotation
+        service(emu, "mirrored", annotations={f"{prefix}/source": "endpoints"})
+        service(emu, "plain", selector={"app": "web"}, opt_in=False)
+        service(emu, "off", selector={"app": "web"}, annotations={ENABLED: "false"}, opt_in=False)
+        async with running_operator(emu) as op:
+            await eventually(lambda: len(events(emu, "OptInIgnored")) == 4)
+            # later syncs of the same Services do not repeat the warning
+            update_service(emu, "capital", lambda s: s["metadata"]["labels"].update(x="y"))
+            update_service(emu, "selectorless", lambda s: s["metadata"]["labels"].update(x="y"))
+            await settle(op)
+            by_name = {e["involvedObject"]["name"]: e for e in events(emu, "OptInIgnored")}
+            assert sorted(by_name) == ["capital", "enable", "selectorless", "yes"]
+            assert all(e["type"] == "Warning" and e["count"] == 1 for e in by_name.values())
+            assert f"{ENABLED} is 'True'" in by_name["capital"]["message"]
+            assert f'Set {ENABLED}: "true"' in by_name["capital"]["message"]
+            assert f"rename it to {ENABLED}" in by_name["enable"]["message"]
+            assert SELECTOR in by_name["selectorless"]["message"]
+            # nothing was written for any of them, and Services without our annotations (or
+            # with a plain "false") cost no sync
+            assert writes(emu) == {"create": 0, "update": 0, "delete": 0}
+            syncs = op.metrics.sample_value(
+                "endpoint_slice_controller_syncs", {"result": "success"}
+            )
+            # five Services at the start (the mirrored one again once Endpoints are listed), two
+            # updates: none for "plain" and "off"
+            assert syncs == 8, syncs
+            # fixing the mistake publishes, and a new mistake is reported again
+            update_service(
+                emu, "capital", lambda s: s["metadata"]["annotations"].update({ENABLED: "true"})
+            )
+            await eventually(lambda: addresses(emu, "capital") == {"10.1.0.1"})
+            update_service(
+                emu, "capital", lambda s: s["metadata"]["annotations"].update({ENABLED: "1"})
+            )
+            await eventually(lambda: len(events(emu, "OptInIgnored")) == 5)

@@ -350,6 +350,40 @@ async def test_named_ports_and_ip_families(
     await eventually(check, timeout=60)
 
 
+async def test_a_named_port_on_no_pod_is_ready_false_with_a_warning(
+    kube: Kube, ns: str, selector_operator: OperatorProcess
+) -> None:
+    await o.pod(kube, ns, "web-0", "10.1.0.1")  # container port "http" only
+    await create_selector(
+        kube,
+        ns,
+        selector_body(
+            "typo", {"matchLabels": {"app": "web"}}, ports=[{"name": "web", "port": "htp"}]
+        ),
+    )
+    # The slice stays what kube-controller-manager publishes for such a Service: no ports.
+    await until_selected(kube, ns, "typo", {"10.1.0.1"})
+    (published,) = await selector_slices(kube, ns, "typo")
+    assert not published.get("ports"), published
+    condition = await until_condition(kube, ns, "typo", "False", "UnresolvedPort")
+    assert "htp/TCP" in condition["message"], condition
+
+    async def warned() -> bool:
+        events = await kube.events(ns, "UnresolvedPort")
+        assert [(e["type"], e["involvedObject"]["name"]) for e in events] == [
+            ("Warning", "typo")
+        ], events
+        assert events[0]["message"] == condition["message"]
+        return True
+
+    await eventually(warned, timeout=60)
+    await kube.patch(
+        f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors/typo",
+        {"spec": {"ports": [{"name": "web", "port": "http"}]}},
+    )
+    await until_condition(kube, ns, "typo", "True", "Accepted")
+
+
 async def test_service_name_label_only_when_owned_by_a_service(
     kube: Kube, ns: str, crd: None, log_dir: Path
 ) -> None:

@@ -206,3 +206,37 @@ async def test_a_restart_on_slices_that_are_right_writes_nothing(
             await eventually(synced, timeout=60)
             assert await second.metric(r"endpoint_slice_controller_changes\{.*\}") == 0
         assert events == []
+
+
+async def test_near_misses_of_the_opt_in_are_one_warning_each(
+    kube: Kube, ns: str, operator: OperatorProcess
+) -> None:
+    prefix = o.ENABLED.rsplit("/", 1)[0]
+    await o.service(
+        kube, ns, "capital", selector={"app": "web"}, annotations={o.ENABLED: "True"}, opt_in=False
+    )
+    await o.service(
+        kube,
+        ns,
+        "enable",
+        selector={"app": "web"},
+        annotations={f"{prefix}/enable": "true"},
+        opt_in=False,
+    )
+    await o.service(kube, ns, "selectorless")
+    await o.service(kube, ns, "plain", selector={"app": "web"}, opt_in=False)
+    await o.pod(kube, ns, "web-0", "10.1.0.1")
+
+    async def warned() -> bool:
+        events = await kube.events(ns, "OptInIgnored")
+        by_name = {e["involvedObject"]["name"]: e for e in events}
+        assert sorted(by_name) == ["capital", "enable", "selectorless"], events
+        assert all(e["type"] == "Warning" and e.get("count", 1) == 1 for e in events), events
+        assert f'Set {o.ENABLED}: "true"' in by_name["capital"]["message"]
+        assert f"rename it to {o.ENABLED}" in by_name["enable"]["message"]
+        assert o.SELECTOR in by_name["selectorless"]["message"]
+        return True
+
+    await eventually(warned, timeout=60)
+    for name in ("capital", "enable", "selectorless", "plain"):
+        assert await kube.slices(ns, name) == []

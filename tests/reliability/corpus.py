@@ -193,26 +193,30 @@ async def selector_annotation_set_based(emu: Emulator, op: Operator) -> None:
 # -- opt-in values ---------------------------------------------------------------------------
 
 
-def _opt_in_case(key: str, value: str) -> None:
+def _opt_in_case(key: str, value: str, event: str | None) -> None:
     async def inject(emu: Emulator, op: Operator) -> None:
         bad_service(emu, opt_in=False, annotations={"endpointslice-operator.io/enabled": value})
         bad_pod(emu)
 
     inject.__name__ = f"opt_in_{key}"
+    said = f", a Warning Event `{event}` naming the fix" if event else ""
     case(
-        "opt-in value", f'`"{value}"`: not opted in (only `"true"` is), nothing written', NO_SLICES
+        "opt-in value",
+        f'`"{value}"`: not opted in (only `"true"` is), nothing written{said}',
+        NO_SLICES,
+        event=event,
     )(inject)
 
 
-for _key, _value in {
-    "yes": "yes",
-    "upper_true": "TRUE",
-    "title_true": "True",
-    "empty": "",
-    "one": "1",
-    "padded": " true",
-}.items():
-    _opt_in_case(_key, _value)
+for _key, _value, _event in (
+    ("yes", "yes", "OptInIgnored"),
+    ("upper_true", "TRUE", "OptInIgnored"),
+    ("title_true", "True", "OptInIgnored"),
+    ("empty", "", None),
+    ("one", "1", "OptInIgnored"),
+    ("padded", " true", "OptInIgnored"),
+):
+    _opt_in_case(_key, _value, _event)
 
 
 @case(

@@ -71,6 +71,14 @@ async def test_a_table_by_default() -> None:
             "--kubeconfig", str(emu.kubeconfig_path), "--selector", "app=none"
         )
         assert (code, out) == (0, "No endpoints.\n")
+        # a Service that does not exist is an error, not an empty view
+        code, out, err = await run_cli(
+            "--kubeconfig", str(emu.kubeconfig_path), "-n", NS, "--service", "nonexistent"
+        )
+        assert (code, err) == (
+            1,
+            f"endpointslice-operator endpoints: Service {NS}/nonexistent does not exist\n",
+        )
 
 
 async def _line(stream: asyncio.StreamReader) -> dict[str, object]:

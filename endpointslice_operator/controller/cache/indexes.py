@@ -298,8 +298,10 @@ class ServiceIndex:
             service,
             (self.enabled_annotation, self.selector_annotation, *self.extra_annotations),
         )
+        # The full Service: a near miss of the opt-in (see optin.near_miss) may be an
+        # annotation the slim body does not keep.
         decision = evaluate(
-            body,
+            service,
             enabled_annotation=self.enabled_annotation,
             selector_annotation=self.selector_annotation,
             managed_by=self.managed_by,

@@ -45,6 +45,7 @@ __all__ = [
     "REASON_INVALID_PORT",
     "REASON_INVALID_SELECTOR",
     "REASON_UNKNOWN_PROTOCOL",
+    "REASON_UNRESOLVED_PORT",
     "EndpointCounts",
     "EndpointSelectorEntry",
     "EndpointSelectorIndex",
@@ -64,6 +65,9 @@ REASON_DUPLICATE_PORT_NAME = "DuplicatePortName"
 REASON_UNKNOWN_PROTOCOL = "UnknownProtocol"
 REASON_INVALID_PORT = "InvalidPort"
 REASON_INVALID_IP_FAMILY = "InvalidIPFamily"
+REASON_UNRESOLVED_PORT = "UnresolvedPort"
+"""``Ready=False``: a named port of ``spec.ports`` exists on no selected pod (the slices are
+published all the same, as kube-controller-manager would for such a Service)."""
 PROTOCOLS = ("TCP", "UDP", "SCTP")
 _IANA_SVC_NAME = re.compile(r"^(?=.*[a-z])[a-z0-9]([a-z0-9]|-(?=[a-z0-9])){0,14}$")
 _PORT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -192,6 +196,11 @@ class EndpointSelectorIndex:
         the syncer, read by :mod:`.status`)."""
         self.shown: dict[str, EndpointCounts] = {}
         """Per key, the counts the object's status showed when last seen."""
+        self.unresolved: dict[str, str] = {}
+        """Per key, the last sync's message naming the ports of ``spec.ports`` that match no
+        selected pod (written by the syncer; ``Ready=False/UnresolvedPort``)."""
+        self.statuses: dict[str, Mapping[str, Any]] = {}
+        """Per key, the object's status when last seen (or as last written)."""
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -214,6 +223,7 @@ class EndpointSelectorIndex:
         )
         previous = self._entries.get(entry.key)
         self._entries[entry.key] = entry
+        self.statuses[entry.key] = _mapping(body.get("status"))
         shown = _shown_counts(body.get("status"))
         if shown is None:
             self.shown.pop(entry.key, None)
@@ -229,6 +239,8 @@ class EndpointSelectorIndex:
             self._services.put_selector(key, namespace, None)
         self.counts.pop(key, None)
         self.shown.pop(key, None)
+        self.unresolved.pop(key, None)
+        self.statuses.pop(key, None)
         return entry
 
     def clear(self) -> list[str]:
@@ -297,20 +309,27 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def desired_status(entry: EndpointSelectorEntry) -> tuple[str, str, str]:
-    """``(status, reason, message)`` of the ``Ready`` condition for this spec."""
+def desired_status(
+    entry: EndpointSelectorEntry, unresolved: str | None = None
+) -> tuple[str, str, str]:
+    """``(status, reason, message)`` of the ``Ready`` condition for this spec, and
+    ``unresolved``: the last sync's message about ports that match no selected pod."""
     if entry.problems:
         reason = entry.problems[0][0]
         return "False", reason, "; ".join(message for _, message in entry.problems)
+    if unresolved is not None:
+        return "False", REASON_UNRESOLVED_PORT, unresolved
     return "True", REASON_ACCEPTED, "The operator publishes the EndpointSlices of this selector"
 
 
 def status_patch(
-    entry: EndpointSelectorEntry, current: Mapping[str, Any] | None
+    entry: EndpointSelectorEntry,
+    current: Mapping[str, Any] | None,
+    unresolved: str | None = None,
 ) -> dict[str, Any] | None:
     """The status to write (observedGeneration and the Ready condition), or None when the
     object's status says so already (a restart with nothing changed writes nothing)."""
-    status, reason, message = desired_status(entry)
+    status, reason, message = desired_status(entry, unresolved)
     current = _mapping(current)
     conditions = current.get("conditions")
     held = next(

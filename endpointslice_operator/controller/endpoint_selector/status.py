@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import aiohttp
 from kubernetes_asyncio.client import ApiClient
@@ -34,8 +35,11 @@ from endpointslice_operator.controller.api.errors import ApiError
 from endpointslice_operator.controller.api.reset import StateReset, WriteFence
 from endpointslice_operator.controller.api.writer import ObjectWriter
 from endpointslice_operator.controller.endpoint_selector.index import (
+    CONDITION_READY,
+    REASON_UNRESOLVED_PORT,
     EndpointSelectorIndex,
     counts_patch,
+    status_patch,
 )
 from endpointslice_operator.reconciler.endpoint_selector import GROUP, PLURAL, VERSION
 
@@ -54,6 +58,16 @@ def status_writer(api_client: ApiClient, fence: WriteFence | None = None) -> Obj
     return ObjectWriter(api_client, collection, ("uid",), fence=fence)
 
 
+def _shows_unresolved(status: Mapping[str, Any] | None) -> bool:
+    conditions = (status or {}).get("conditions")
+    return any(
+        isinstance(c, Mapping)
+        and c.get("type") == CONDITION_READY
+        and c.get("reason") == REASON_UNRESOLVED_PORT
+        for c in (conditions if isinstance(conditions, list) else ())
+    )
+
+
 async def write_counts(writer: ObjectWriter, index: EndpointSelectorIndex) -> int:
     """Patch the status of every EndpointSelector whose published counts differ from those
     its status shows; how many were written. A failure is logged, the others go on; a write
@@ -68,6 +82,16 @@ async def write_counts(writer: ObjectWriter, index: EndpointSelectorIndex) -> in
             counts,
             None if shown is None else {"endpoints": shown.total, "readyEndpoints": shown.ready},
         )
+        # Ready=False/UnresolvedPort follows the last sync (it depends on the pods, so no watch
+        # event of the object may come to write it, or to take it back); the other reasons
+        # are Kopf's to write.
+        ready = (
+            status_patch(entry, index.statuses.get(key), index.unresolved.get(key))
+            if key in index.unresolved or _shows_unresolved(index.statuses.get(key))
+            else None
+        )
+        if ready is not None:
+            update = {**(update or {}), **ready}
         if update is None:
             continue
         try:
@@ -83,6 +107,8 @@ async def write_counts(writer: ObjectWriter, index: EndpointSelectorIndex) -> in
             continue
         if index.counts.get(key) == counts:
             index.shown[key] = counts  # until the object's own event says so
+        if ready is not None:
+            index.statuses[key] = {**index.statuses.get(key, {}), **ready}
         written += 1
     return written
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from endpointslice_operator.controller.cache.owner_kinds import ENDPOINT_SELECTOR, split_owner_key
 from endpointslice_operator.controller.endpoint_selector.index import (
+    REASON_UNRESOLVED_PORT,
     EndpointSelectorEntry,
     EndpointSelectorIndex,
     endpoint_counts,
@@ -20,7 +21,11 @@ from endpointslice_operator.controller.endpoint_selector.index import (
 from endpointslice_operator.controller.sync.apply import SyncError, WriteToken, is_deleting
 from endpointslice_operator.controller.sync.events import WARNING
 from endpointslice_operator.controller.sync.service import ServiceSyncer, recorded_sync
-from endpointslice_operator.reconciler.endpoint_selector import plan_endpoint_selector
+from endpointslice_operator.reconciler.endpoint_selector import (
+    plan_endpoint_selector,
+    unresolved_ports,
+)
+from endpointslice_operator.reconciler.records import PodRecord
 from endpointslice_operator.reconciler.tracking.tracker import StaleInformerCache
 from endpointslice_operator.reconciler.tracking.trigger_time import TriggerTimeTracker, parse_time
 
@@ -51,6 +56,7 @@ class EndpointSelectorSyncer:
         self.trigger_times = TriggerTimeTracker()
         self._warned.clear()
         self.index.counts.clear()  # an earlier term's: this term's syncs record them again
+        self.index.unresolved.clear()  # reported again (once) by this term's syncs
 
     def all_keys(self) -> Iterable[str]:
         keys = set(self.index.keys())
@@ -118,11 +124,31 @@ class EndpointSelectorSyncer:
             await services.recorder.record(entry.body, event.type, event.reason, event.message)
         await writes.apply(entry, plan, held)
         self.index.counts[entry.key] = endpoint_counts(published_slices(slices, plan))
+        await self._check_ports(entry, pods)
         missing_nodes = [e for e in plan.errors if e.endswith(" Not Found")]
         if missing_nodes:
             message = "; ".join(missing_nodes)
             await writes.failed(entry.key, entry.body, message)
             raise SyncError(message)
+
+    async def _check_ports(self, entry: EndpointSelectorEntry, pods: list[PodRecord]) -> None:
+        """``Ready=False/UnresolvedPort`` and one Warning Event per message while a named port
+        of ``spec.ports`` exists on no selected pod (the slices stay as planned: such a port is
+        published for no endpoint, as kube-controller-manager does for a Service)."""
+        missing = unresolved_ports(entry.body, pods)
+        if not missing:
+            self.index.unresolved.pop(entry.key, None)
+            return
+        message = (
+            f"No selected pod has a container port named {', '.join(missing)} "
+            f"(name/protocol, from spec.ports); the EndpointSlices publish "
+            f"{'it' if len(missing) == 1 else 'them'} for no endpoint. Fix spec.ports[].port "
+            f"or the pods' container port names."
+        )
+        if self.index.unresolved.get(entry.key) == message:
+            return
+        self.index.unresolved[entry.key] = message
+        await self.services.recorder.record(entry.body, WARNING, REASON_UNRESOLVED_PORT, message)
 
     async def _gone(self, key: str) -> None:
         """The EndpointSelector is gone: delete the slices we manage for it (the garbage

@@ -81,7 +81,7 @@ def register_endpoint_selector_handler(
             previous, entry = index.upsert(obj)
             if previous is None or _changed(previous.body, entry.body):
                 router.requeue([entry.key])
-            status = status_patch(entry, obj.get("status"))
+            status = status_patch(entry, obj.get("status"), index.unresolved.get(entry.key))
             if status is not None:
                 patch.status.update(status)
         except Exception:  # never let one object stop the others

@@ -6,7 +6,10 @@ From the Service and its opt-in decision (:func:`~..cache.optin.evaluate`), in t
    (:attr:`Route.MIRROR`);
 2. an invalid selector: no writes (:attr:`Route.INVALID_SELECTOR`);
 3. not managed (not opted in, ExternalName, no selector): the slices of ours are deleted
-   (:attr:`Route.UNMANAGED`);
+   (:attr:`Route.UNMANAGED`); a near miss of the opt-in (:func:`~..cache.optin.near_miss`:
+   ``enabled: "True"``, ``<prefix>/enable``, a selectorless Service without the selector
+   annotation) carries the sentence naming the fix, which the operator records as a Warning
+   Event ``OptInIgnored`` and ``plan`` prints;
 4. a network annotation that cannot be used: no writes (:attr:`Route.INVALID_NETWORK`);
 5. otherwise planned from its pods, on the cluster network or the chosen one
    (:attr:`Route.PODS`).
@@ -26,11 +29,23 @@ from endpointslice_operator.controller.sync.networks import (
     choose,
 )
 
-__all__ = ["SOURCE_ENDPOINTS", "SOURCE_PODS", "Route", "Verdict", "decide", "source_of"]
+__all__ = [
+    "REASON_OPT_IN_IGNORED",
+    "SOURCE_ENDPOINTS",
+    "SOURCE_PODS",
+    "Route",
+    "Verdict",
+    "decide",
+    "source_of",
+]
 
 SOURCE_PODS = "pods"
 SOURCE_ENDPOINTS = "endpoints"
 """Values of ``<prefix>/source``: slices from the pods (default) or mirrored from Endpoints."""
+
+
+REASON_OPT_IN_IGNORED = "OptInIgnored"
+"""Warning Event reason of a near miss of the opt-in (:attr:`Verdict.near_miss`)."""
 
 
 class Route(enum.Enum):
@@ -50,6 +65,9 @@ class Verdict:
     """:attr:`Route.PODS`: the address source chosen (None: the cluster network)."""
     error: str | None = None
     """Why not (:attr:`Route.INVALID_SELECTOR`, :attr:`Route.INVALID_NETWORK`)."""
+    near_miss: str | None = None
+    """:attr:`Route.UNMANAGED`: the Service was almost certainly meant to opt in; the sentence
+    naming the fix."""
 
 
 def source_of(service: Mapping[str, Any], annotation: str) -> str:
@@ -75,7 +93,7 @@ def decide(
     if decision.status is Status.INVALID_SELECTOR:
         return Verdict(Route.INVALID_SELECTOR, error=decision.error)
     if decision.status is not Status.MANAGED:
-        return Verdict(Route.UNMANAGED)
+        return Verdict(Route.UNMANAGED, near_miss=decision.near_miss)
     choice = choose(service, networks) if networks is not None else None
     if isinstance(choice, str):
         return Verdict(Route.INVALID_NETWORK, error=choice)

@@ -45,7 +45,12 @@ from endpointslice_operator.controller.sync.apply import (
     WriteToken,
     is_deleting,
 )
-from endpointslice_operator.controller.sync.decision import Route, Verdict, decide
+from endpointslice_operator.controller.sync.decision import (
+    REASON_OPT_IN_IGNORED,
+    Route,
+    Verdict,
+    decide,
+)
 from endpointslice_operator.controller.sync.endpoints import EndpointsSyncer
 from endpointslice_operator.controller.sync.events import WARNING, EventRecorder
 from endpointslice_operator.controller.sync.kcm_leftovers import LeftoverReporter
@@ -129,6 +134,8 @@ class ServiceSyncer:
         self.trigger_times = TriggerTimeTracker()
         # Warning Events recorded once per Service and leader term: reason -> Service keys.
         self._reported: dict[str, set[str]] = {}
+        # OptInIgnored: Service key -> the near miss last reported.
+        self._near_misses: dict[str, str] = {}
         # What kube-controller-manager left for Services we publish (LeftoverEndpoints).
         self.leftovers = LeftoverReporter(indexes, recorder.record, indexes.slices.managed_by)
         # Secondary networks (controller.networks): the annotation names, the hook that starts
@@ -149,6 +156,7 @@ class ServiceSyncer:
         self.writes.start_term()
         self.trigger_times = TriggerTimeTracker()
         self._reported.clear()
+        self._near_misses.clear()
         self.leftovers.start_term()
         if self.endpoints is not None:
             self.endpoints.start_term()
@@ -197,6 +205,7 @@ class ServiceSyncer:
             return
         if verdict.route is Route.UNMANAGED:
             await self._clean_up(entry)
+            await self._report_near_miss(entry, verdict.near_miss)
             if self.endpoints is not None:
                 await self.endpoints.sync(entry)  # deletes the Endpoints of ours, if any
             return
@@ -226,6 +235,7 @@ class ServiceSyncer:
         if self.topology is not None:
             self.topology.delete_service(key)
         self._forget_warnings(key)
+        self._near_misses.pop(key, None)
         self.left_out.forget(key)
         self.writes.publish_gauges()
 
@@ -273,6 +283,18 @@ class ServiceSyncer:
             return
         reported.add(entry.key)
         await self.recorder.record(entry.body, WARNING, reason, message)
+
+    async def _report_near_miss(self, entry: ServiceEntry, message: str | None) -> None:
+        """One Warning Event ``OptInIgnored`` and one log line per Service and near miss (again
+        once it changed, or in a new leader term); kept across the clean-ups of unmanaged
+        syncs, forgotten when the Service goes or no longer misses."""
+        if message is None:
+            self._near_misses.pop(entry.key, None)
+            return
+        if self._near_misses.get(entry.key) == message:
+            return
+        self._near_misses[entry.key] = message
+        await self.recorder.record(entry.body, WARNING, REASON_OPT_IN_IGNORED, message)
 
     def _forget_warnings(self, key: str) -> None:
         for reported in self._reported.values():

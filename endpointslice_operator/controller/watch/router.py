@@ -266,7 +266,8 @@ class EventRouter:
         keys = {
             key
             for key in self.indexes.services.keys()  # noqa: SIM118 (not a dict)
-            if (entry := self.indexes.services.get(key)) is not None and entry.decision.opted_in
+            if (entry := self.indexes.services.get(key)) is not None
+            and (entry.decision.opted_in or entry.decision.near_miss is not None)
         }
         keys.update(self.indexes.slices.services_with_ours())
         keys.update(service_key(ns, name) for ns, name in self.indexes.endpoints.ours())
@@ -289,14 +290,21 @@ class EventRouter:
         if event_type == "DELETED":
             previous = self.indexes.services.remove(namespace, name)
             if previous is not None and (
-                previous.decision.opted_in or self.indexes.slices.has_ours(key)
+                previous.decision.opted_in
+                or previous.decision.near_miss is not None
+                or self.indexes.slices.has_ours(key)
             ):
                 self._add(key)
             return
         previous, entry = self.indexes.services.upsert(service)
+        # A plain Service (not opted in, no near miss of the opt-in) costs no sync.
         if (
             entry.decision.opted_in
-            or (previous is not None and previous.decision.opted_in)
+            or entry.decision.near_miss is not None
+            or (
+                previous is not None
+                and (previous.decision.opted_in or previous.decision.near_miss is not None)
+            )
             or self.indexes.slices.has_ours(key)
         ):
             self._add(key)
