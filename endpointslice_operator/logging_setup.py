@@ -1,18 +1,11 @@
 """Process-wide logging for the operator: readable text or one JSON object per line.
 
-Both formats carry the record's extra fields meant for people
-(``logger.info(..., extra={"service": "ns/name"})``: strings, numbers, booleans): text appends
-them as ``key=value``, JSON as top-level keys next to ``time``, ``level``, ``logger`` and
-``message``. Library internals attached to records (Kopf's whole ``OperatorSettings`` object,
-its ``k8s_ref`` dict) are not printed; Kopf's object reference becomes ``object=ns/name``.
-
-Levels: at ``info`` the operator logs start-up, leadership, problems and a periodic summary
-(:mod:`endpointslice_operator.controller.runtime.summary`), nothing per event. Kopf's per-object
-lines (``Handler 'index-service' succeeded.``) are shown only at ``debug``. Chatty libraries are
-held back so that ``--log-level debug`` shows the operator's own detail: ``kubernetes_asyncio`` and
-Kopf's framework at ``info`` or above, aiohttp's per-request access log (probes, scrapes) at
-``warning`` or above. Kopf's line per failed request attempt (at ERROR) becomes one WARNING line per
-cause with a count (:class:`~endpointslice_operator.retry_log.CollapseRetries`).
+A record's extra fields for people (strings, numbers, booleans) are appended as ``key=value``
+or top-level JSON keys; library internals are not printed (Kopf's reference becomes
+``object=ns/name``). At ``info``: start-up, leadership, problems and a periodic summary, nothing
+per event; Kopf's per-object lines only at ``debug``; kubernetes_asyncio and Kopf's framework at
+``info``+, aiohttp's access log at ``warning``+; Kopf's retry lines collapsed
+(:class:`~endpointslice_operator.retry_log.CollapseRetries`).
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """Retries logged once per cause, with a count, instead of once per attempt.
 
-During an API outage every watch, the leader election, Kopf's own watch and the work queue
-retry, each every second or two: logged per attempt that was about 3.5 lines per second, with
-Kopf's retries at ERROR. Here a cause of retries (what fails, and how) is one line:
-
-* the first failure of a cause: one WARNING line (``... failed, retrying: <why>``);
-* while the same cause goes on, nothing per attempt; at most every ``REPORT_EVERY`` seconds one
-  WARNING line with the count so far (``... still failing after N attempts in T s``);
-* a different cause is a new first line; the end of the failures (``succeeded``), if anything
-  failed more than once, one INFO line with the count (``... recovered after N attempts``).
-
-:class:`RetryLog` does that for one retrying thing (one watch, the leader election);
-:class:`CollapseRetries` is a logging filter that does it for the retry lines of libraries
-that log every attempt themselves (Kopf's ``Request attempt #N failed; will retry: ...``, and
-its ``escalating`` line when it starts its watch over), and lowers them to WARNING.
+During an API outage per-attempt logging was about 3.5 lines per second. Here a cause is one
+WARNING line (``... failed, retrying``), then at most one every ``REPORT_EVERY`` seconds with
+the count, and one INFO ``recovered after N attempts`` when it ends; a new cause starts over.
+:class:`RetryLog` does it for one retrying thing; :class:`CollapseRetries` is a logging filter
+doing it for libraries that log every attempt (Kopf's ``Request attempt #N failed``), lowered
+to WARNING.
 """
 
 from __future__ import annotations

@@ -1,33 +1,11 @@
-"""``endpointslice-operator cleanup``: delete the EndpointSlices (and Endpoints) the operator
-wrote.
+"""``endpointslice-operator cleanup``: delete the EndpointSlices (and Endpoints) the operator wrote.
 
-Uninstalling the operator leaves its slices behind: kube-proxy keeps routing to the endpoints
-they list, which go stale as pods come and go. This command deletes every EndpointSlice labelled
-``endpointslice.kubernetes.io/managed-by: <--managed-by>`` (in all namespaces, or the
-``--namespace`` ones), and nothing else: the label selector is the only way a slice is chosen,
-and each delete carries the slice's uid as a precondition. Run it after the operator is gone
-(``helm uninstall`` or ``kubectl delete -f deploy/``), or a running operator writes the slices
-again; the chart's optional post-delete hook does exactly that. The ``core/v1`` Endpoints
-objects the operator wrote (``--write-endpoints`` or the ``<prefix>/endpoints`` annotation) carry
-the same label and are deleted the same way, after the slices.
-
-Multi-Cluster Services: slices imported from other clusters (labelled
-``multicluster.kubernetes.io/source-cluster``) are left alone by default, as are the
-ServiceImports and derived Services of ours: they serve another cluster's endpoints, and a
-cluster that stops running this operator may still want them until the import side is taken
-over. ``--multicluster`` deletes them too: the imported slices, the derived Services (ours, and
-owned by a ServiceImport) and the ServiceImports labelled managed-by ours (in that order). Without
-it, the count of imported slices kept is reported.
-
-It takes ``--kubeconfig``, ``--managed-by``, ``--namespace``, ``--lease-name`` and
-``--lease-namespace`` like ``run`` (and their ``ENDPOINTSLICE_OPERATOR_*`` variables), plus
-``--dry-run`` to list without deleting. When the operator's leader-election Lease is held by a
-live holder (renewed within its duration), the operator is still running: a warning on standard
-error says that the slices will come back and names the holder (the deletion goes ahead).
-Otherwise (released when the operator stopped, or expired) the Lease itself is deleted too: it
-is the operator's last object in its namespace. ``--wait-for-operator SECONDS`` first waits up to
-that long for the Lease to be released (the chart's uninstall hook runs while the operator's pods
-are still terminating), and deletes a Lease a standby created again meanwhile.
+Only objects labelled ``endpointslice.kubernetes.io/managed-by: <--managed-by>`` are chosen,
+each delete with a uid precondition: slices first, then Endpoints. Imported MCS slices,
+derived Services and ServiceImports only with ``--multicluster`` (else the kept count is
+reported). A Lease held by a live holder means the operator still runs: a warning names it and
+the deletion goes ahead; otherwise the Lease is deleted too. ``--wait-for-operator`` first waits
+for its release (the chart's post-delete hook). See docs/operations.md.
 """
 
 from __future__ import annotations

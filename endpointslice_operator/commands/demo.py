@@ -1,20 +1,10 @@
 """``endpointslice-operator demo``: the operator against the built-in API emulator, in-process.
 
-Starts the emulator with three simulated nodes in three zones (it schedules and starts pods as
-a kubelet would, see :mod:`endpointslice_operator.testing.kubelet`), applies the example
-application (a Deployment of five pods and a selectorless Service that opts in through
-annotations, like ``deploy/examples/web.yaml``), runs the operator, and prints the
-EndpointSlices it writes: first as they are, then after one pod turns not-ready, then after
-scaling the Deployment to 120 pods (across the 100-endpoints-per-slice boundary), each time with
-the API writes that step cost. The Service also asks for its ``core/v1`` Endpoints object
-(``<prefix>/endpoints: "true"``), summarised after each table. A last step mirrors a
-hand-made Endpoints object (``db``, external addresses) into slices (``<prefix>/source:
-endpoints``). ``--keep-running`` then leaves the emulator and the operator up
-for kubectl until Ctrl-C.
-
-The demo takes the operator's flags too (``--log-level debug``, ``--max-endpoints-per-slice``,
-...), so that ``make run ARGS='...'`` works with or without a cluster; ``--kubeconfig``,
-leader election and the metrics port are the demo's own.
+Three simulated nodes in three zones, the example application (``deploy/examples/web.yaml``),
+then the EndpointSlices and Endpoints it writes as a pod turns not-ready, the Deployment scales
+to 120 pods (across the 100-per-slice boundary) and a hand-made Endpoints object is mirrored,
+each step with the writes it cost. ``--keep-running`` leaves it up for kubectl. The operator's
+flags apply too; ``--kubeconfig``, leader election and the metrics port are the demo's own.
 """
 
 from __future__ import annotations

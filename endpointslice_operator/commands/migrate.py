@@ -1,39 +1,15 @@
-"""``endpointslice-operator migrate``: move Services from kube-controller-manager to the operator
-in the order that keeps every request flowing, and remove what kube-controller-manager left.
+"""``endpointslice-operator migrate``: move Services from kube-controller-manager to the operator.
 
-For each Service named on the command line (``-n NAMESPACE SERVICE ...``):
-
-1. **Opt in** (annotation ``<prefix>/enabled: "true"``) while ``spec.selector`` is still there,
-   unless it is opted in already. kube-controller-manager keeps publishing; the operator
-   publishes the same endpoints beside it (``ConflictingController``, a Warning Event and
-   nothing else), and kube-proxy merges both sets: the same addresses, nothing changes.
-2. **Wait** until our slices cover every endpoint of kube-controller-manager's slices (same
-   addresses, each ready one ready in ours too, the same ports): from here on ours alone route
-   every request. If the operator does not publish within ``--timeout``, stop here (the
-   Service only carries the annotation; kube-controller-manager still publishes it).
-3. **Make it selectorless**: one merge patch (with the resourceVersion read, so a concurrent
-   change is not overwritten) moves ``spec.selector`` into ``<prefix>/selector``. The operator
-   goes on with the same pods and the same slices; kube-controller-manager's controllers stop
-   updating theirs and its Endpoints object, and its mirroring controller may mirror that
-   Endpoints object into a slice of its own, all with the same addresses as ours.
-4. **Delete kube-controller-manager's leftovers**, because the user asked for it on the command
-   line: its Endpoints object named after the Service (first: while it exists the mirroring
-   controller writes its slice again), then the slices labelled with the Service's name and
-   managed by ``endpointslice-controller.k8s.io`` or
-   ``endpointslicemirroring-controller.k8s.io``; every delete carries the object's uid as a
-   precondition. Then it watches for them coming back (a controller that had not seen the
-   selector go yet would write them again) until none has for ``SETTLE_POLLS`` polls, deleting
-   again, within ``--timeout``.
-
-Which Endpoints object is kube-controller-manager's: one labelled
-``endpoints.kubernetes.io/managed-by: endpoint-controller`` (v1.33+); on older servers, which
-write no such label, one whose every field manager (``metadata.managedFields``) is
-``kube-controller-manager``. Anything else (written or touched by a user, for example for
-``source: endpoints``) is kept and reported, and so are ours.
-
-``--dry-run`` reads the Services and prints what would be done, changing nothing. Exit status:
-0 done, 1 a Service could not be migrated (the reason on standard error; the others go on),
-2 bad usage.
+For each Service (``-n NAMESPACE SERVICE ...``), in the order that keeps every request flowing
+(docs/operations.md): opt in while ``spec.selector`` is still there; wait until our slices cover
+every endpoint of kube-controller-manager's (else stop at ``--timeout``); move the selector into
+``<prefix>/selector`` with one merge patch carrying the resourceVersion read; delete
+kube-controller-manager's Endpoints object (first, or its mirroring controller writes its slice
+again) and slices, each with a uid precondition, deleting again until none came back for
+``SETTLE_POLLS`` polls. Its Endpoints object is one labelled ``endpoints.kubernetes.io/managed-by:
+endpoint-controller`` (v1.33+), or on older servers one whose only field manager is
+``kube-controller-manager``; any other is kept and reported. Exit status: 0 done, 1 a Service
+could not be migrated (the others go on), 2 bad usage.
 """
 
 from __future__ import annotations

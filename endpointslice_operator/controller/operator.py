@@ -1,29 +1,11 @@
 """The running operator: watches -> indexes -> work queue -> syncs, plus health and HA.
 
 :class:`Operator` wires everything for one replica and can run in-process (tests, the demo):
-
-* Pods, Services and EndpointSlices, the kinds with many objects or events, are listed and
-  watched by :mod:`.watch.list_watch` (no per-object framework cost, see docs/performance.md).
-  Endpoints (core/v1) too, but only once something needs them (:mod:`.cache.on_demand`): with
-  ``--write-endpoints``, when Endpoints of ours are left from an earlier run, or from the
-  first sync of a Service that asks for Endpoints or mirrors them.
-* Nodes: Kopf runs with a private registry holding only our ``on.event`` handlers
-  and a login handler that hands Kopf the same credentials the kubernetes-asyncio client uses
-  (see :mod:`.watch.kopf_wiring` for the settings that make it a pure watcher).
-* Readiness: once the initial listings are in, meaning every index holds at least as many
-  objects as the API server reports for that kind (a ``limit=1`` list, re-asked every 2 s);
-  Endpoints, when needed from the start, once their first listing has ended.
-* Re-lists: after a kind is listed again (a watch that expired with 410), objects the listing
-  left out are checked with the API server and forgotten if gone (:mod:`.watch.relist`).
-* Leader election (when enabled) gates the queue workers only: every replica watches and keeps
-  its indexes warm; the leader builds a fresh queue, queues every relevant Service once and
-  runs the workers; losing the Lease stops them; stopping releases the Lease.
-* A reset API server (its resourceVersions went backwards, see :mod:`.api.reset`) ends the round:
-  its write fence closes at once (no write, no Event from the old caches goes out any more),
-  the workers are cancelled and their queue dropped, the Lease is left as it is (no release
-  into a state that never knew this term), watches and Kopf stop, every index is dropped,
-  ``/readyz`` turns false, and a new round starts from fresh listings, as a restart of the
-  process would; only then can the Lease be taken again.
+list-watches for Pods, Services, EndpointSlices (and Endpoints on demand), Kopf for Nodes;
+readiness once every index holds as many objects as the server reports; re-listing checks
+(:mod:`.watch.relist`); leader election gating the workers only; and a reset API server
+(:mod:`.api.reset`) ending the round: fence closed, workers cancelled, the Lease left alone,
+indexes dropped, ``/readyz`` false, a new round from fresh listings (docs/architecture.md).
 """
 
 from __future__ import annotations

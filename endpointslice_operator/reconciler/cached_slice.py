@@ -1,26 +1,11 @@
 """EndpointSlices as a long-lived cache holds them: the endpoints in parsed form only.
 
-A controller caches every slice it manages, and the planner parses each one's endpoints into
-identity and state tuples (``existing_entry``). Holding the decoded endpoint JSON as well keeps
-every endpoint twice: a dict, its address list and its ``targetRef`` dict (about 450 bytes)
-beside the parse (about 250). ``CachedSlice`` keeps the parse alone for endpoints of the shape
-this reconciler and kube-controller-manager write (one address, the three conditions, a Pod
-``targetRef``, optional ``nodeName`` and ``zone``, nothing else) and gives the JSON back on
-demand: ``cached["endpoints"]`` builds a fresh list that compares equal to the one decoded.
-A slice with any other endpoint (hints, a hostname, several addresses, a field this module
-does not know) keeps its endpoint JSON as given, compacted (``compact_slice``), so nothing is
-ever lost.
-
-Strings repeated across endpoints (node and zone names, ``Pod``, the namespace) are interned;
-a pod's own (name, uid, address) are taken from its ``PodRecord`` when the cache can look pods
-up (``pods``), so that a record and the slice showing it hold them once, without an interning
-table entry per pod (which would cost about as much as the strings).
-
-The planner takes the parse straight from a ``CachedSlice`` (``SliceParseCache.view``), without
-parsing or caching anything. The other fields are held with their repeated strings shared
-(``shared_strings``). ``metadata.managedFields`` is dropped (updates leave it out and the
-API server keeps it). A ``CachedSlice`` is a read-only ``Mapping``, not a dict: ``dict(cached)``
-gives a plain copy (with the endpoint JSON rebuilt).
+Holding the decoded endpoint JSON beside the planner's parse keeps every endpoint twice (about
+450 bytes beside 250). ``CachedSlice`` keeps the parse alone for endpoints of the shape this
+reconciler and kube-controller-manager write, rebuilding equal JSON on read; any other endpoint
+keeps its JSON (compacted), so nothing is lost. Repeated strings are interned, a pod's own taken
+from its ``PodRecord``; ``managedFields`` is dropped. A read-only ``Mapping``; ``dict(cached)``
+is a plain copy (docs/reconciler.md).
 """
 
 from __future__ import annotations

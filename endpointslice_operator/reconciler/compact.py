@@ -1,15 +1,9 @@
 """Leaner EndpointSlices for long-lived caches.
 
-A controller keeps every slice it manages in memory, and most of that memory is the endpoint
-list: per endpoint a dict, its conditions, its targetRef and half a dozen strings, some of them
-repeated thousands of times over (node and zone names, ``Pod``, the namespace).
-``compact_slice`` rewrites a freshly decoded slice in place so that those repeated strings are
-one object each (``sys.intern``) and endpoints with equal conditions share one conditions dict.
-A pod's own strings (its address, name and uid) are left as they are: interning a string that
-only one endpoint holds costs an interning table entry and saves nothing. The result compares
-equal to the input and serialises to the same JSON; it must be treated as read-only, like any
-cached object (the planner deep-copies what it writes back). ``CachedSlice`` (the operator's
-slice cache) goes further and holds no endpoint JSON at all.
+``compact_slice`` rewrites a freshly decoded slice in place: repeated strings (node and zone
+names, ``Pod``, the namespace) interned, equal conditions dicts shared; a pod's own strings are
+left alone (an interning entry would cost what it saves). The result compares equal and
+serialises the same; treat it as read-only. ``CachedSlice`` goes further (:mod:`.cached_slice`).
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
-"""The ``core/v1`` Endpoints object of a Service, as kube-controller-manager's Endpoints
-controller computes it, and whether an existing one needs rewriting.
+"""The ``core/v1`` Endpoints object of a Service, as kube-controller-manager computes it.
 
-A port of ``syncService`` of ``pkg/controller/endpoint`` (without the API calls) and of
-``RepackSubsets`` of ``pkg/api/v1/endpoints``. The pods are the caller's selection (the
-Service's selector, or our selector annotation): unlike upstream, a selectorless Service is not
-skipped here.
-
-Deliberate differences from upstream, none of which changes what a consumer reads:
-- Upstream orders the subsets by an FNV-1a hash (MD5 before 1.35) of Go's debug printing of
-  each; we order them by their content (their ports, then addresses). The ports inside a
-  subset are in upstream's order (``portsByHash``, the v1.36 hash, as kube-controller-manager
-  v1.36 writes them), addresses too (IP, then targetRef UID).
-- Upstream merges two equal ports of different subsets only when their ``appProtocol`` is the
-  same Go pointer; we compare values (for pods this is the same result).
+A port of ``syncService`` of ``pkg/controller/endpoint`` (no API calls) and ``RepackSubsets`` of
+``pkg/api/v1/endpoints``; a selectorless Service is not skipped (the caller selects the pods).
+Differences no consumer sees: subsets ordered by content, not upstream's FNV-1a hash of Go's
+debug printing (ports inside a subset in v1.36's ``portsByHash`` order); equal ports merged by
+``appProtocol`` value, not Go pointer.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """``plan_endpoint_selector``: EndpointSlices for an EndpointSelector (KEP-6116's shape).
 
-An EndpointSelector names pods (``spec.selector``) and ports (``spec.ports``) without a
-Service. Its slices go through the same planner as a Service's (same endpoints, same packing):
-the object is read as a Service would be, with these differences:
-
-* ``spec.ports[].port`` is what a Service port's ``targetPort`` is: a number, or the name of a
-  container port resolved per pod; no ports: slices with an empty port list.
-* ``spec.ipFamilies`` (``IPv4`` / ``IPv6``) filters the address families; without it, every
-  family the selected pods have (IPv4 when they have none, for the placeholder slice).
-* Labels (:func:`labels_from_endpoint_selector`): the object's own labels minus the reserved
-  keys, managed-by, ``endpointslice-operator.io/endpoint-selector-name``; optionally the
-  KEP's ``kubernetes.io/endpoint-selector-name``; ``kubernetes.io/service-name`` only when a
-  Service is the EndpointSelector's controller (KEP-6116's rule: kube-proxy then programs the
-  slices for that Service, and otherwise ignores them).
-* No topology annotation (``spec.trafficSettings.trafficDistribution`` gives the hints).
-
-The object and its status are described in docs/endpointselector.md.
+The object is read as a Service would be and goes through the same planner, except:
+``spec.ports[].port`` is a Service port's ``targetPort``; ``spec.ipFamilies`` filters families;
+the labels (:func:`labels_from_endpoint_selector`) carry ``kubernetes.io/service-name`` only
+when a Service is its controller (KEP-6116's rule); hints come from
+``spec.trafficSettings.trafficDistribution``. See docs/endpointselector.md.
 """
 
 from __future__ import annotations

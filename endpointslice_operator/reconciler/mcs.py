@@ -1,29 +1,12 @@
-"""Multi-Cluster Services (KEP-1645): the pure half of the MCS controller.
+"""Multi-Cluster Services (KEP-1645): the pure half of the MCS controller, no I/O.
 
-Everything here is a function of the objects the clusters hold, with no I/O:
-
-* :func:`derived_service_name`: the name of the Service that serves an import to kube-proxy,
-  computed as the reference implementation (kubernetes-sigs/mcs-api) computes it, so that tools
-  computing it agree;
-* :func:`read_export`: a ServiceExport and its Service (from one cluster) -> an
-  :class:`ExportedService`, or an :class:`InvalidExport` (no Service, ExternalName);
-* :func:`resolve_import`: the exports of one Service from every cluster -> the
-  :class:`ImportResolution` (KEP-1645 conflict resolution: the oldest export decides, ports are
-  the union). The result depends only on the set of exports, never on the order they are given
-  in, so every cluster computes the same import and the same Conflict condition;
-* :func:`service_import`, :func:`derived_service`: the objects the import side writes;
-* :func:`export_conditions`, :func:`merge_conditions`: a ServiceExport's status conditions;
-* :func:`desired_from_source_slices`, :func:`plan_import_slices`: the imported EndpointSlices
-  of one source cluster, planned by the same :class:`~.planner.Reconciler` as every other slice.
-
-Port merging. Ports are taken from the exports oldest first and identified by name: a port
-whose name is already taken with another protocol or port number, or whose protocol and port
-number are already taken under another name, is left out (a Service may not hold two ports with
-the same name, nor the same protocol and port twice, nor an unnamed port beside others). The
-clusters whose port was left out do not serve that port name
-(:attr:`ImportResolution.cluster_ports`): its traffic goes only to the clusters that expose it.
-Any difference between the exports' port lists (one more port, another number, another
-``appProtocol``) is a ``PortConflict``, as the mcs-api conformance suite expects.
+:func:`derived_service_name` (as kubernetes-sigs/mcs-api computes it), :func:`read_export`,
+:func:`resolve_import` (the oldest export decides; the result does not depend on the order of
+the exports, so every cluster computes the same import and Conflict condition),
+:func:`service_import`, :func:`derived_service`, the export conditions, and the imported slices
+planned by the same :class:`~.planner.Reconciler`. Ports merge oldest first by name; a port that
+clashes on name, or on protocol and number, is left out and its cluster does not serve it
+(:attr:`ImportResolution.cluster_ports`); any difference is a ``PortConflict``.
 """
 
 from __future__ import annotations

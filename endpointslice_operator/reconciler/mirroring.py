@@ -1,22 +1,11 @@
 """Mirroring: the desired endpoints of an Endpoints object, for the slice planner.
 
-A port of the desired-state half of kube-controller-manager's EndpointSlice mirroring
-controller (``pkg/controller/endpointslicemirroring``: ``reconcile``, ``desiredCalc``,
-``addressToEndpoint``, ``newEndpointSlice``). Its output feeds the same
-:class:`~endpointslice_operator.reconciler.planner.Reconciler` the operator uses for pods, with
-``placeholder=False`` (the mirroring controller writes no placeholder slices).
-
-Packing is upstream's: one slice per (address type, port set), holding at most
-``max_endpoints_per_subset`` endpoints (``--max-endpoints-per-subset``, default 1000;
-``--max-endpoints-per-slice`` plays no part, as in kube-controller-manager, whose mirroring
-controller does not read ``--max-endpoints-per-slice`` either). Of several existing slices for
-one (address type, port set), the first is kept and the others are deleted, their endpoints
-moving into the one kept.
-
-Deliberate differences from upstream:
-- The skip-mirror label ``endpointslice.kubernetes.io/skip-mirror`` is not copied onto the
-  slices: it is addressed to kube-controller-manager's mirroring controller, and users set it
-  on the Endpoints precisely so that only this mirroring runs.
+A port of the desired-state half of kube-controller-manager's
+``pkg/controller/endpointslicemirroring`` (``reconcile``, ``desiredCalc``, ``addressToEndpoint``),
+fed to the same :class:`~endpointslice_operator.reconciler.planner.Reconciler` with
+``placeholder=False``. Packing is upstream's: one slice per (address type, port set) of at most
+``--max-endpoints-per-subset`` (1000), extra slices merged into the first. Unlike upstream, the
+``skip-mirror`` label is not copied onto the slices.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """The planner: desired endpoint groups + existing slices → the writes (upstream B.1, B.3-B.6).
 
-``Reconciler.plan`` is upstream's ``Reconcile`` without the API calls: it decides every create,
-update and delete, the hints, the trigger-time annotation and the numbers for the metrics, and
-leaves applying them (and feeding the tracker and metrics cache) to the caller.
-
-Existing slices are the caller's selection, exactly as upstream's controller lists them: the
-slices labelled with the owner's service-name and ``managed-by == controller_name``, without a
-deletionTimestamp. Slices managed by anyone else must not be passed in.
-
-Deliberate differences from upstream, all invisible in the resulting objects:
-- Where upstream iterates Go maps (random order), we go in input order: endpoints are packed in
-  pod order and slices are considered in the order given, so plans are deterministic.
+``Reconciler.plan`` is upstream's ``Reconcile`` without the API calls: every create, update and
+delete, the hints, the trigger-time annotation and the metrics numbers; applying them is the
+caller's. Existing slices are exactly what upstream lists (the owner's service-name,
+``managed-by == controller_name``, no deletionTimestamp); never pass anyone else's. Unlike
+upstream's Go map iteration, input order is kept, so plans are deterministic.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Service ports → endpoint ports, resolved per pod, and the port-set grouping key.
 
-An endpoint port is the tuple ``(name, port, protocol, appProtocol)``; ``name`` and
-``appProtocol`` may be ``None`` (a nil pointer upstream), which differs from ``""``.
-A port set is a tuple of those in a canonical order, and that tuple is its own grouping key:
-upstream keys groups by a hash of the (in-place sorted) list, where a nil and an empty list
-hash the same; here both are ``()``.
-
-The canonical order is upstream's, so that a slice's ``ports`` are written byte for byte as
-kube-controller-manager writes them: since Kubernetes 1.35 (staging ``k8s.io/endpointslice``)
-the ports are sorted by the 128-bit FNV-1a hash (hex) of each port's Go dump (``dump.ForHash``,
-go-spew's ``%#v``). Kubernetes 1.34 and older hashed the same dump with MD5, so their order
-differs (the operator writes v1.36's; docs/testing.md).
+An endpoint port is ``(name, port, protocol, appProtocol)``, ``None`` (a nil pointer) differing
+from ``""``. A port set is such a tuple in canonical order and is its own grouping key (a nil
+and an empty list both ``()``). The order is v1.36's, byte for byte: ports sorted by the 128-bit
+FNV-1a hash of each port's Go dump (``dump.ForHash``); v1.34 and older used MD5 (docs/testing.md).
 """
 
 from __future__ import annotations

@@ -1,30 +1,12 @@
 """Address sources: where a selected pod's endpoint addresses come from.
 
-:func:`~.desired.desired_from_service_pods` asks its ``source`` for every counted pod (one that
-is not Failed/Succeeded and has a cluster pod IP, i.e. whose sandbox is up). The interface is
-one method::
-
-    class AddressSource(Protocol):
-        def addresses(self, pod: PodRecord) -> Addresses | LeftOut: ...
-
-``Addresses(ipv4, ipv6)`` are canonical addresses, one slice family per tuple (the Service's
-address types still filter them); ``LeftOut(reason)`` leaves the pod out of every slice, and
-the caller counts it (``DesiredEndpoints.left_out``). A source never raises for bad input.
-Everything else (ports, readiness, topology, hostname, packing) is the same for every source.
-
-Without a source (``None``) the addresses are the pod's ``status.podIPs``, read straight from
-the record: the default path does no per-pod work beyond one ``is None`` test.
-
-Sources here:
-
-* :class:`ClusterNetwork`: ``status.podIPs`` (the default, as an object for symmetry);
-* :class:`MultusNetwork`: the pod's ``k8s.v1.cni.cncf.io/network-status`` annotation;
-* :class:`DeviceNetwork`: DRA (KEP-4817) ``ResourceClaim`` ``status.devices[].networkData``.
-
-A pod record does not carry annotations or claim statuses (it stays small for the pods that
-do not need them), so the last two are built with side tables keyed by ``(namespace, pod
-name)``: :meth:`MultusNetwork.from_pods` and :meth:`DeviceNetwork.from_objects` build them from
-Pod JSON for library callers; the operator keeps them in its pod index.
+A source answers ``addresses(pod) -> Addresses | LeftOut`` for every counted pod: canonical
+addresses per family, or a reason the pod is left out of every slice (counted in
+``DesiredEndpoints.left_out``); it never raises. Without one, ``status.podIPs`` are used
+directly. :class:`ClusterNetwork` (``status.podIPs``), :class:`MultusNetwork` (the
+``network-status`` annotation) and :class:`DeviceNetwork` (DRA ``networkData``, KEP-4817); the
+last two read side tables keyed by ``(namespace, pod name)`` since pod records stay small
+(docs/reconciler.md).
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
 """The incremental join of Services and EndpointSlices into per (service, port, address) records.
 
-:class:`EndpointView` holds, per EndpointSlice, what it contributes (its ports, each with its
-endpoints), and per *group* (namespace, service, port name, protocol), the candidates per
-address: one :class:`~.model.Endpoint` per slice that lists the address under that port name.
-The record the view shows for an address is the best candidate (ready wins, then serving, then
-the slice whose name sorts first), joined with the Service's port of that name and protocol.
-
-A slice change compares the slice's old and new contributions and recomputes only the
-(group, address) pairs whose candidate changed: work proportional to that slice, whatever the
-size of the Service or the cluster. A Service change (its ports, or whether it is selected)
-re-evaluates the groups of that Service only. The one exception is ``policy="serving"``: when a
-group's count of ready endpoints goes to zero (or back), kube-proxy's fallback to the serving
-and terminating endpoints changes the whole group, and so does the view.
-
-Differences from kube-proxy, on purpose:
-
-* kube-proxy keys an endpoint by ``address:port``, so an address listed by two slices with two
-  port numbers under one port name is two backends; here a (service port, address) is one
-  record, the best candidate's, with its ``target_port``.
-* kube-proxy keeps whichever duplicate it met first (slices in map order) unless one is on its
-  own node; here the ready one wins, deterministically.
-* kube-proxy skips headless Services; the view shows them (DNS is one of its consumers).
+:class:`EndpointView` keeps each slice's contribution and, per (namespace, service, port name,
+protocol) group, the candidates per address; the record shown is the best one (ready, then
+serving, then the first slice name) joined with the Service's port. A slice change recomputes
+only the (group, address) pairs it touched; a Service change only its groups; with
+``policy="serving"`` a group whose ready count crosses zero is recomputed whole (kube-proxy's
+fallback). Unlike kube-proxy, one record per (port, address), the ready duplicate wins
+deterministically, and headless Services are shown (docs/view.md).
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """The operator's kubernetes-asyncio client: no environment look-ups per request.
 
-* kubernetes-asyncio opens its aiohttp session with ``trust_env=True``, so that ``HTTPS_PROXY``
-  and ``NO_PROXY`` are honoured. aiohttp implements that per request: it reads ``~/.netrc`` and
-  the proxy variables in a worker thread each time (``run_in_executor`` and ``to_thread``), two
-  thread hops that cost more CPU than the request itself against a local API server (measured
-  1.7 ms -> 0.6 ms per GET, client and emulator in one process). The environment does not
-  change while the operator runs, so the proxy is resolved once (``resolve_env_proxy``) and the
-  session replaced by one that does not look again. A ``~/.netrc`` entry is deliberately not
-  used: the client sends its own ``Authorization`` header, and aiohttp refuses a request that
-  carries both.
-* every request gets a client-side timeout (``api_timeout``, ``--api-timeout``), the writes'
-  included.
-
-The writes on the per-event path (EndpointSlices, Endpoints) do not go through the client's
-generic request machinery at all (:mod:`.direct_requests`), and, unless a proxy is configured,
-not through aiohttp either: ``OperatorApiClient.keepalive`` (:mod:`.keepalive`) holds their
-connections, closed with the client. (Measured on kube-apiserver v1.36 at the default write
-budget, that path saves 5-13% of the operator's CPU in bursts: docs/performance.md, "The write
-path on a real control plane".)
+aiohttp's ``trust_env`` reads ``~/.netrc`` and the proxy variables in a worker thread on every
+request (measured 1.7 ms -> 0.6 ms per GET without it), so the proxy is resolved once
+(``resolve_env_proxy``) and the session replaced; ``~/.netrc`` is not used (aiohttp refuses it
+beside our ``Authorization``). Every request gets ``--api-timeout``. The per-event writes go
+through :mod:`.direct_requests` and, without a proxy, ``OperatorApiClient.keepalive``
+(:mod:`.keepalive`): 5-13% of the CPU in bursts (docs/performance.md).
 """
 
 from __future__ import annotations

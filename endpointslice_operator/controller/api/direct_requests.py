@@ -1,37 +1,13 @@
-"""JSON requests with a kubernetes-asyncio client's settings but without its request machinery,
-for the writes that every pod event can cost (EndpointSlice and Endpoints create, replace,
-delete).
+"""JSON requests with a kubernetes-asyncio client's settings but without its request machinery.
 
-kubernetes-asyncio's generated methods go through ``ApiClient.__call_api``: parameter checks,
-``Accept`` and ``Content-Type`` negotiation, ``sanitize_for_serialization`` of headers and path
-parameters, query building, then ``RESTClientObject.request`` with its own ``json.dumps`` of the
-body into a ``str`` (which aiohttp encodes again). Measured per slice PUT, that machinery cost
-about as much CPU as aiohttp itself. :class:`DirectRequests` sends the same request with what
-it needs and nothing else, and keeps every setting of the client:
-
-* the connection: :class:`~.keepalive.KeepAlivePool` of an ``OperatorApiClient`` (its TLS
-  context built from the same configuration fields: CA, client certificate and key,
-  ``verify_ssl``; ``tls-server-name``), or, when a proxy is configured or for any other
-  ``ApiClient``, the client's aiohttp session (``rest_client.pool_manager``, whose connector
-  holds the TLS context) with ``rest_client.proxy`` / ``proxy_headers`` (kubeconfig
-  ``proxy-url`` or :func:`~.client.resolve_env_proxy`) and ``server_hostname``, passed per
-  request as ``RESTClientObject.request`` does;
-* the client's default headers (``User-Agent``) and cookie;
-* authentication through ``ApiClient.update_params_for_auth`` on every request, as the
-  generated methods do: that calls ``configuration.auth_settings()``, which runs
-  ``configuration.refresh_api_key_hook`` first (the in-cluster token file re-read, exec and OIDC
-  refreshes) and yields the ``authorization`` header, bearer token or ``Basic`` credentials
-  alike (kubernetes-asyncio's kubeconfig loader keeps both as the ``BearerToken`` key);
-* a client-side timeout on the whole request (connecting, sending, reading the answer):
-  ``OperatorApiClient.api_timeout`` (``--api-timeout``), ``DEFAULT_API_TIMEOUT`` on any other
-  ``ApiClient``. A server that never answers fails the write with ``TimeoutError`` (its
-  kept-alive connection is closed), which the work queue retries with backoff.
-
-Two deliberate differences: ``Accept`` is ``application/json`` only (the generated methods also
-offer YAML and protobuf, which the caller could not read), and the body goes out as compact
-JSON bytes (:mod:`.json_codec`).
-
-The response is returned for :func:`~.writer.raise_for_status` to read.
+For the writes every pod event can cost (EndpointSlice and Endpoints create, replace, delete):
+``ApiClient.__call_api``'s negotiation, sanitizing and double JSON encoding measured at about as
+much CPU as aiohttp itself. :class:`DirectRequests` keeps every setting: the connection
+(:class:`~.keepalive.KeepAlivePool`, or the client's session with its proxy and
+``server_hostname``), default headers and cookie, ``update_params_for_auth`` on every request
+(so token refresh hooks run), and a client-side timeout (``--api-timeout``). Differences:
+``Accept`` is JSON only and the body is compact JSON bytes (:mod:`.json_codec`). The response is
+returned for :func:`~.writer.raise_for_status`.
 """
 
 from __future__ import annotations

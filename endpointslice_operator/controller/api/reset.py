@@ -1,44 +1,14 @@
 """Noticing an API server whose state was reset (an etcd restore, a rebuilt control plane).
 
-The API server behind the same address can come back with a store that is *behind* what the
-operator has seen: resourceVersions restart low, objects the operator indexed are gone,
-Services are recreated under the same names with new uids. Nothing in the watch protocol says
-so. Measured on kube-apiserver v1.24: a watch resumed at a resourceVersion the server has not
-reached is accepted (200) and stays silent until it times out; a list at such a version answers
-``504 Timeout`` with cause ``ResourceVersionTooLarge``. Resumed watches would then deliver
-nothing (or, once the new store passes the old version, only what comes after it), and the
-indexes would keep publishing pods that no longer exist.
-
-client-go's reflector lists again from scratch (a consistent read) when it meets
-``ResourceVersionTooLarge``; the operator does that too (see ``list_watch``) and goes further,
-because the silent watch never produces that error:
-
-* :class:`Watermark` keeps the highest resourceVersion any watch has delivered. Every
-  resourceVersion of one cluster comes from one etcd revision counter, so all kinds share it.
-* :func:`probe` asks the server for its current resourceVersion with a ``limit=1`` list (a
-  consistent read from etcd, so never behind anything the server served before). A value below
-  the watermark read *before* the request is proof of a reset; so is a listing whose
-  resourceVersion is below the one its own watch had reached.
-
-On a reset the operator drops every index and starts over as a restart would (see
-``operator.py``), with ``/readyz`` false until the new listings are in.
-
-No write may go out from a cache that predates a reset, and a restore is always preceded by
-the API server (or its etcd) going away: :class:`WriteFence` stands in front of every write of
-one round (EndpointSlices, Endpoints, Events). Detection on the first evidence, not the next
-periodic probe:
-
-* a broken watch or write connection, or a server answering that it is behind a version
-  already seen (``ResourceVersionTooLarge``), *suspects* a reset: writes are held, and the
-  operator probes the server's resourceVersion at once (then every half second until it
-  answers). A probe at or above the watermark lets the writes go; one below it is a reset;
-* a listing below the watermark, a resumed watch that delivers a version older than the one
-  it resumed from, and a write whose answer carries a resourceVersion below the watermark
-  (every write gets a new, higher etcd revision) are proof: the fence *closes* for good, and
-  every write of that round, waiting or not yet made, raises :class:`StateReset` instead.
-
-resourceVersions are opaque by the API's contract; only decimal ones (every kube-apiserver's)
-take part, anything else is ignored and never counts as a reset.
+Nothing in the watch protocol says so: measured on v1.24, a watch resumed beyond the server's
+version is accepted and stays silent. :class:`Watermark` keeps the highest resourceVersion
+delivered (one etcd counter for all kinds); :func:`probe` reads the current one with a
+``limit=1`` consistent list, and a value below the watermark read before it is proof of a reset.
+:class:`WriteFence` stands before every write of a round: a broken connection or
+``ResourceVersionTooLarge`` *suspects* a reset (writes held, probed at once, then every 0.5 s);
+a listing, resumed watch or write answer below the watermark *closes* it for good (writes raise
+:class:`StateReset`). Only decimal resourceVersions take part (docs/architecture.md,
+"Reset probe and write fence").
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """The ``core/v1`` Endpoints objects, as last seen, for the Endpoints the operator writes.
 
-Ours (labelled ``endpointslice.kubernetes.io/managed-by: <our controller name>``) are kept
-whole, since an update is computed from them and carries their resourceVersion, and so are the
-sources of mirroring Services (``keep``). Every other Endpoints object is kept as a slim stand-in
-(name, namespace, uid, resourceVersion, labels): the operator only needs to know that one is in
-the way of a Service it would write Endpoints for. In a cluster where kube-controller-manager
-writes Endpoints for every selector Service, holding them all whole would cost memory in
-proportion to every pod of the cluster.
-An Endpoints object is named after its Service, so it is indexed by the Service's key.
-
-The index is filled by a list-watch started only when something needs it (``--write-endpoints``,
-or the first sync of a Service that asks for Endpoints or mirrors them; see
-:class:`~.on_demand.OnDemand`): in a cluster where kube-controller-manager rewrites an Endpoints
-object on every pod readiness change, watching them costs every install one decoded event per
-pod change.
+Ours and the sources of mirroring Services (``keep``) are held whole; any other is a slim
+stand-in (name, namespace, uid, resourceVersion, labels), since holding kube-controller-manager's
+whole would cost memory in proportion to every pod. Indexed by the Service's key. Filled by a
+list-watch started only on demand (:class:`~.on_demand.OnDemand`): watching Endpoints costs a
+decoded event per pod change.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """In-memory indexes of the watched objects, kept as slim projections.
 
-Fed by the Kopf event handlers, read by the syncs: nothing on the hot path asks the API server.
-
-* :class:`ServiceIndex`: a slim Service body (what the reconciler and the Events read) plus the
-  opt-in :class:`~.optin.Decision`, and per namespace an inverted index from label anchors to
-  the managed Services whose selector uses them, so "which Services select this pod" costs a
-  few dict lookups even with 10k Services.
-* :class:`PodIndex`: :class:`~endpointslice_operator.reconciler.records.PodRecord` per pod, plus
-  a per-namespace ``(label key, value) -> pod names`` index, so "which pods does this selector
-  pick" walks only the pods carrying the selector's anchor label (150k pods are fine).
-* :class:`NodeIndex`: slim Nodes (name, labels, allocatable CPU, Ready condition).
-* :class:`SliceIndex`: the EndpointSlices we manage, as last seen, per Service (the PUTs carry
-  their resourceVersion), plus which Services also have slices of kube-controller-manager's
-  EndpointSlice controller (for the ``ConflictingController`` warning).
-
-Every index counts the objects it holds, which the operator compares with the API server's
-counts to decide when the initial listing is in (readiness).
+Fed by the event handlers, read by the syncs: nothing on the hot path asks the API server.
+:class:`ServiceIndex` (slim Services, the opt-in :class:`~.optin.Decision`, label anchors ->
+managed Services), :class:`PodIndex` (``PodRecord`` per pod, ``(key, value) -> pods``),
+:class:`NodeIndex`, :class:`SliceIndex` (our slices per Service, and which Services also have
+kube-controller-manager's). Each counts its objects for readiness.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """Owner adapters: the kinds of object whose EndpointSlices the operator publishes.
 
-One planner, one queue, one writer; the kinds that own slices plug in here (see
-docs/architecture.md, "Owner kinds"). An owner kind names three things:
-
-* its **queue key**: a Service is ``namespace/name`` (unchanged, so metrics, Events, the tracker
-  and every existing caller see the keys they always saw); every other kind is
-  ``<prefix>:namespace/name`` (``endpointselector:default/web``). A namespace never holds a
-  ``:``, so the two shapes cannot collide;
-* the **slice label** that names the owner on its slices (``kubernetes.io/service-name`` for a
-  Service): the slice index files each slice under its owner's key through it, and the
-  tracker keys its generations by it. Labels of the other kinds are checked first, since a
-  slice of, say, an EndpointSelector owned by a Service carries the Service's name too;
-* a **syncer**: ``await sync(key)`` (raises to be retried, as the queue expects),
-  ``start_term()`` for a new leader term, ``all_keys()`` for the keys a new leader queues.
-
-:class:`OwnerSyncs` is the queue's one handler: it routes each key to its kind's syncer.
+One planner, one queue, one writer (docs/architecture.md, "Owner kinds"). An owner kind names
+its **queue key** (``namespace/name`` for a Service, ``<prefix>:namespace/name`` otherwise; a
+namespace never holds ``:``), the **slice label** naming the owner on its slices (other kinds'
+labels are checked first: a slice of an EndpointSelector owned by a Service carries both), and a
+**syncer** (``sync(key)``, ``start_term()``, ``all_keys()``). :class:`OwnerSyncs` is the
+queue's one handler, routing each key to its kind's syncer.
 """
 
 from __future__ import annotations

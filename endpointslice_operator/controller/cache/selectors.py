@@ -1,26 +1,11 @@
 """Kubernetes label selectors: a parser for the string syntax and a matcher.
 
-The ``<prefix>/selector`` annotation of a selectorless Service uses the same syntax as
-``kubectl get -l``: comma-separated requirements, each one of
-
-* ``key=value``, ``key==value``, ``key!=value`` (equality based);
-* ``key in (v1, v2)``, ``key notin (v1, v2)`` (set based);
-* ``key`` (the label exists) and ``!key`` (it does not);
-* ``key>N`` and ``key<N`` (the label's value is an integer greater or less than ``N``).
-
-Keys and values are validated like apimachinery does (qualified names, label values), so a
-selector the API server would refuse is refused here too. ``spec.selector`` maps become
-equality-only selectors through :func:`from_match_labels`; a ``metav1.LabelSelector``
-(``matchLabels`` and ``matchExpressions``, as an EndpointSelector's ``spec.selector``) through
-:func:`from_label_selector`.
-
-Matching follows ``labels.Selector.Matches``: ``!=`` and ``notin`` also match when the key is
-absent; ``>`` and ``<`` match only a present label whose value is a base-10 integer; every
-requirement must hold.
-
-Our own because no dependency parses this syntax: kubernetes-asyncio passes selector strings to
-the API server untouched, and Kopf's label filters are maps of exact values or callables. The
-API server does parse them, but the operator matches pods from its cache, not per request.
+The ``kubectl get -l`` syntax of the ``<prefix>/selector`` annotation (``=``, ``==``, ``!=``,
+``in``, ``notin``, ``key``, ``!key``, ``>``, ``<``), keys and values validated as apimachinery
+does; :func:`from_match_labels` and :func:`from_label_selector` for the map forms. Matching
+follows ``labels.Selector.Matches`` (``!=`` and ``notin`` match an absent key; ``>``/``<`` only a
+base-10 integer). Our own: kubernetes-asyncio and Kopf do not parse this syntax, and pods are
+matched from the cache, not by the API server.
 """
 
 from __future__ import annotations

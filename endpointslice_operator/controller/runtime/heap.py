@@ -1,22 +1,11 @@
 """Keeping Python's cyclic garbage collector off the cached cluster.
 
-The operator's caches (slim projections of every watched Pod, Service, Node and EndpointSlice)
-are large and live as long as the process. CPython's cyclic collector walks every tracked
-container object of a generation when it collects it; the oldest generation holds the caches,
-and each of its collections walks them all, so the cost per event grew with the cluster
-(docs/performance.md, "Cost per event"). Once the initial listings are in, :func:`settle`
-collects what the listing left as garbage and freezes the rest (``gc.freeze``): the collector
-then ignores it. Objects are still freed by reference counting as usual (the caches hold plain
-dicts and tuples, not cycles); only cyclic garbage among frozen objects would stay, and the
-caches make none.
-
-While the initial listings come in, :func:`pause` keeps the collector off altogether: those
-listings only add long-lived objects (100,000 pods and their slices), and every full collection
-would walk everything listed so far again (measured: a quarter of the time to load 100,000 pod
-records). What start-up made before the listings (modules, classes, clients) is frozen at the
-same time. :func:`settle` switches the collector back on; so does :func:`resume`, which the
-operator schedules ``PAUSE_LIMIT`` seconds after :func:`pause` in case the listings never
-complete (a cluster it cannot read), so that cyclic garbage cannot pile up without bound.
+Every full collection walks the long-lived caches, so its cost per event grew with the cluster
+(docs/performance.md, "Cost per event"). :func:`pause` keeps the collector off while the initial
+listings come in (measured: a quarter of the time to load 100,000 pods); :func:`settle` then
+collects and freezes everything (``gc.freeze``) and switches it back on. The caches hold no
+cycles, so reference counting still frees them. :func:`resume` runs ``PAUSE_LIMIT`` seconds
+after :func:`pause` in case the listings never complete.
 """
 
 from __future__ import annotations

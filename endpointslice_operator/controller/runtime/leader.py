@@ -1,31 +1,13 @@
 """Leader election on a ``coordination.k8s.io/v1`` Lease, with client-go's algorithm.
 
-kube-controller-manager runs client-go's ``leaderelection`` with a Lease lock: lease 15 s,
-renew deadline 10 s, retry period 2 s, identity ``<hostname>_<uuid>``. :class:`LeaderElector`
-does the same on asyncio:
-
-* **Candidate.** Every ``retry_period`` (with client-go's jitter factor 1.2) read the Lease;
-  create it if missing; take it over if it has no holder or if the record has not changed for
-  ``lease_duration`` seconds *as measured on our own clock since we last saw it change* (client-go
-  never compares the record's timestamps with the local clock, so clock skew between replicas is
-  harmless). Taking over increments ``leaseTransitions``.
-* **Leader.** Renew every ``retry_period``; a renewal may be retried until ``renew_deadline``
-  after it started, then leadership is lost. Renewals first try an optimistic update of the
-  Lease last written (client-go's fast path) and fall back to read-then-update.
-* **Release.** When the leader stops (``stop`` event, task cancellation, or the leading work
-  ending), it writes the Lease with an empty holder and a 1 s duration (client-go's
-  ``ReleaseOnCancel``), so a standby takes over at its next retry instead of after the lease
-  expires.
-
-Why not ``kubernetes_asyncio.leaderelection``: its timing uses the wall clock (``time.time``),
-so it cannot run under virtual time in tests; it writes local time with a ``Z`` suffix (wrong
-outside UTC); it has no release on shutdown, does not maintain ``leaseTransitions``, and logs
-stack traces for ordinary update conflicts between candidates. The Lease API calls themselves
-are kubernetes_asyncio's ``CoordinationV1Api``.
-
-Deliberate differences from client-go: ``on_stopped_leading`` runs only after a term as leader
-(client-go calls it even when ``Run`` ends without ever leading), and a failure or return of the
-leading work ends the term and releases the Lease (client-go keeps renewing).
+As kube-controller-manager (lease 15 s, renew deadline 10 s, retry period 2 s with jitter 1.2,
+identity ``<hostname>_<uuid>``): a candidate takes the Lease when it has no holder or its record
+has not changed for ``lease_duration`` *on our own clock* (so clock skew is harmless); the leader
+renews (optimistic update first), loses the Lease after ``renew_deadline`` without renewal, and
+releases it on stop (empty holder, 1 s duration: client-go's ``ReleaseOnCancel``). Not
+``kubernetes_asyncio.leaderelection``: wall-clock timing (no virtual time), local time written
+as ``Z``, no release, no ``leaseTransitions``. Unlike client-go, ``on_stopped_leading`` runs
+only after a term, and the leading work ending ends the term.
 """
 
 from __future__ import annotations

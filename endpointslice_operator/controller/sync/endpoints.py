@@ -1,32 +1,12 @@
-"""The ``core/v1`` Endpoints object of a managed Service: kube-controller-manager's Endpoints
-controller, for the Services this operator handles.
+"""The ``core/v1`` Endpoints object of a managed Service, as kube-controller-manager's controller
+writes it (:func:`~endpointslice_operator.reconciler.core_endpoints.plan_endpoints`).
 
-A Service gets its Endpoints written when it is managed (opted in, with a pod selector) and
-either the operator runs with ``--write-endpoints`` or the Service carries the annotation
-``<prefix>/endpoints: "true"``. The object is what the upstream controller would write for the
-same Service and pods (:func:`~endpointslice_operator.reconciler.core_endpoints.plan_endpoints`),
-plus three labels:
-
-* ``endpointslice.kubernetes.io/managed-by: <our controller name>`` marks it as ours, and so
-  does ``endpoints.kubernetes.io/managed-by: <our controller name>``, the key upstream's own
-  Endpoints controller marks its objects with since v1.33 (KEP-4974, value
-  ``endpoint-controller``). The
-  operator never updates or deletes an Endpoints object without it: when someone else's is in
-  the way (kube-controller-manager's, for a Service that also has ``spec.selector``, or one
-  written by hand) a Warning Event ``ConflictingEndpoints`` says so, once, and nothing is
-  written.
-* ``endpointslice.kubernetes.io/skip-mirror: "true"``, so that kube-controller-manager's
-  mirroring controller does not mirror it into a second set of slices.
-
-When the Service stops asking for Endpoints (annotation removed, opted out, selector gone) or is
-deleted, the Endpoints object of ours is deleted. Writes spend the same write budget as slice
-writes and fail the sync the same way (the queue retries with backoff). Failed writes are
-recorded as upstream records them: ``FailedToCreateEndpoint`` / ``FailedToUpdateEndpoint``
-Warning Events on the Endpoints object.
-
-The Endpoints are watched only once something needs them (``--write-endpoints``, or the first
-Service that asks, see :class:`~..cache.on_demand.OnDemand`); until their first listing is in, a
-Service that asks gets nothing written (an Endpoints object of someone else's may be there).
+Written when the Service is managed and ``--write-endpoints`` or ``<prefix>/endpoints: "true"``
+asks for it (docs/operator.md), with our managed-by under both keys (KEP-4974's
+``endpoints.kubernetes.io/managed-by`` too) and ``skip-mirror``. An Endpoints object without our
+label is never touched (``ConflictingEndpoints``, once). Deleted when no longer asked for; writes
+spend the write budget and fail as upstream's (``FailedToCreateEndpoint`` /
+``FailedToUpdateEndpoint``). Until the on-demand watch's first listing is in, nothing is written.
 """
 
 from __future__ import annotations

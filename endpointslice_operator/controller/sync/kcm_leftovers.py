@@ -1,29 +1,12 @@
 """What kube-controller-manager left behind for a Service the operator now publishes.
 
-Moving a Service from kube-controller-manager to the operator (``spec.selector`` moved into the
-selector annotation) leaves three kinds of objects of kube-controller-manager's:
-
-* its EndpointSlice controller's slices (managed-by ``endpointslice-controller.k8s.io``): that
-  controller ignores selectorless Services and never deletes what it wrote for them;
-* its Endpoints controller's ``core/v1`` Endpoints object, also left as it was;
-* and, from that Endpoints object, its mirroring controller's slices (managed-by
-  ``endpointslicemirroring-controller.k8s.io``), written once the Service is selectorless and
-  never changed again.
-
-kube-proxy merges every slice labelled with the Service's name, so a pod deleted after the move
-stays routable through the stale ones, and a consumer of slices sees one address twice with
-opposite ``ready``. None of them is ours, so the operator never deletes or changes them; it says
-so, with a Warning Event ``LeftoverEndpoints`` on the Service and a log line, once per Service
-and state (what is left), with the command that removes them (``endpointslice-operator
-migrate``, or the kubectl commands).
-
-What counts: slices of kube-controller-manager's EndpointSlice controller for a Service without
-``spec.selector`` (with one, ``ConflictingController`` says it), slices of its mirroring
-controller for a Service whose slices come from pods (a Service mirroring its Endpoints object,
-``source: endpoints``, is the mirroring syncer's business: its Endpoints object is the user's on
-purpose), and, when the Endpoints watch runs (it starts only on demand), an Endpoints object
-labelled ``endpoints.kubernetes.io/managed-by: endpoint-controller`` (kube-controller-manager
-v1.33+). An Endpoints object written by anyone else that nothing mirrors is not reported.
+A selectorless Service keeps kube-controller-manager's slices, its Endpoints object and the
+mirroring controller's slices made from it, none ever updated again; kube-proxy merges them with
+ours. None is ours, so the operator only reports them: a Warning Event ``LeftoverEndpoints`` and
+a log line, once per Service and state, with the command that removes them (docs/operations.md).
+Counted: EndpointSlice-controller slices of a Service without ``spec.selector``, mirroring slices
+of a Service sourced from pods, and (when the Endpoints watch runs) an Endpoints object labelled
+``endpoints.kubernetes.io/managed-by: endpoint-controller``.
 """
 
 from __future__ import annotations

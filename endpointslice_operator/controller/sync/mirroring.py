@@ -1,28 +1,11 @@
-"""Mirroring: the slices of an opted-in Service with ``<prefix>/source: endpoints`` come from
-the Service's own ``core/v1`` Endpoints object, as kube-controller-manager's EndpointSlice
-mirroring controller makes them, but written by this operator (our managed-by value, our
-packing: ``--max-endpoints-per-slice``).
+"""Mirroring: slices of a Service with ``<prefix>/source: endpoints`` from its own Endpoints object.
 
-Rules:
-
-* ``<prefix>/source`` is ``pods`` (the default: slices from the selected pods) or
-  ``endpoints``. Any other value: a Warning Event ``InvalidSource`` and no writes.
-* ``endpoints`` needs a selectorless Service without the selector annotation (the Endpoints
-  object is then maintained by hand or by another controller); otherwise a Warning Event
-  ``ConflictingSource`` and no writes.
-* The label ``endpointslice.kubernetes.io/skip-mirror`` is ignored: it is addressed to
-  kube-controller-manager's mirroring controller, and users set it so that only we mirror. When
-  that controller's slices (managed-by ``endpointslicemirroring-controller.k8s.io``) exist for
-  the Service anyway, a Warning Event ``ConflictingController`` says so, once.
-* Mirrored slices are owned by the Endpoints object, as upstream's; when it is deleted (or the
-  Service is, or switches back to ``pods``), ours are deleted. Invalid addresses and addresses
-  over ``--max-endpoints-per-subset`` are skipped with upstream's Warning Events on the Endpoints
-  object (``InvalidIPAddress``, ``TooManyAddressesToMirror``).
-
-The Endpoints watch starts with the first sync of a mirroring Service (if
-``--write-endpoints`` has not started it), which waits for its first listing.
-Only the Endpoints objects of Services that mirror are held whole in memory (see
-:mod:`..cache.endpoints_index`); one listed before its Service was known is read once from the API.
+As kube-controller-manager's mirroring controller makes them, but with our managed-by and
+packing. Rules (docs/operator.md): an unknown source is ``InvalidSource``; a Service with a
+selector is ``ConflictingSource``; ``skip-mirror`` is ignored (it is addressed to upstream's
+controller, whose slices give ``ConflictingController``); slices are owned by the Endpoints
+object; bad or excess addresses get upstream's Warning Events. The Endpoints watch starts with
+the first mirroring sync; only mirrored Endpoints are held whole (:mod:`..cache.endpoints_index`).
 """
 
 from __future__ import annotations

@@ -1,21 +1,12 @@
 """Secondary networks: which address source a managed Service uses, and the pods it leaves out.
 
-A pod-sourced Service picks its address source with one of two annotations (``<prefix>`` is
-``--annotation-prefix``):
-
-* ``<prefix>/network: <namespace>/<name>``: Multus; addresses from each pod's
-  ``k8s.v1.cni.cncf.io/network-status`` annotation (:class:`~..reconciler.sources.MultusNetwork`);
-* ``<prefix>/device-network: <pod claim name>[/<request>]``: DRA (KEP-4817); addresses from the
-  ResourceClaim's ``status.devices[].networkData`` (:class:`~..reconciler.sources.DeviceNetwork`).
-
-Neither: the cluster network (``status.podIPs``), with no per-pod work at all. Both, or a value
-that does not parse: :data:`REASON_INVALID_NETWORK` and no writes (the slices stay as they are),
-as for an invalid selector.
-
-Pods a source leaves out are counted in the ``endpointslice_operator_pods_left_out{source}``
-gauge (per source, over all Services) and named, the first :data:`NAMED_PODS`, in a Warning
-Event :data:`REASON_PODS_LEFT_OUT` on the Service, at most once per :data:`EVENT_INTERVAL`
-seconds per Service unless the set of left-out pods changes.
+``<prefix>/network: <namespace>/<name>`` (Multus,
+:class:`~..reconciler.sources.MultusNetwork`) or ``<prefix>/device-network: <claim>[/<request>]``
+(DRA, :class:`~..reconciler.sources.DeviceNetwork`); neither: ``status.podIPs``; both or
+unparsable: :data:`REASON_INVALID_NETWORK`, no writes. Pods left out are counted in
+``endpointslice_operator_pods_left_out{source}`` and the first :data:`NAMED_PODS` named in
+:data:`REASON_PODS_LEFT_OUT`, at most once per :data:`EVENT_INTERVAL` per Service unless the
+set changes.
 """
 
 from __future__ import annotations

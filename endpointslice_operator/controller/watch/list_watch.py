@@ -1,36 +1,13 @@
-"""List+watch without Kopf, for the kinds whose numbers matter: Pods, Services, EndpointSlices
-(and Endpoints, for the Endpoints the operator writes).
+"""List+watch without Kopf, for Pods, Services, EndpointSlices and Endpoints.
 
-Kopf runs every event through its per-object machinery (a worker task, a logger, a memory
-record kept until deletion, handler kwargs, cause detection), which measured at about three
-quarters of the operator's CPU per pod event and 1 KB of memory per pod (docs/performance.md).
-Pods (every readiness change), Services (tens of thousands in a large cluster: Kopf's
-per-object cost was a quarter of the start-up) and EndpointSlices (every write of ours comes back
-as an event) are listed and watched here with the same API client the writes use; Nodes stay on
-Kopf. Each event goes straight to the router, with Kopf's conventions:
-
-* the listing is paginated (``limit``/``continue``) and each listed object is delivered with
-  event type ``None``; the router's re-listing logic relies on that to find objects deleted
-  while no watch was running;
-* the watch resumes from the last resourceVersion seen (events and bookmarks), as client-go's
-  reflector does: when the server ends it (after ``server_timeout`` seconds) and also when the
-  connection breaks mid-stream (kube-apiserver killed, a load balancer cutting it: aiohttp's
-  ``ClientPayloadError``/``TransferEncodingError``, a read timeout). Resuming from the version
-  the watch *started* at would deliver every event since again, and that version may have been
-  compacted meanwhile (410, a full re-list);
-* ``410 Gone`` (on a watch or in its stream, or an expired ``continue`` token) means the
-  version is too old, and ``ResourceVersionTooLarge`` that the server is behind it (its state
-  was reset): list again (at once, unless the last listing is less than ``backoff`` seconds
-  old). Other failures are retried after ``backoff`` seconds, logged once per cause with a
-  count (:class:`~endpointslice_operator.retry_log.RetryLog`), not once per attempt.
-* every resourceVersion delivered goes into the shared :class:`~..api.reset.Watermark`; a listing
-  whose resourceVersion is below the one this watch had reached, or a resumed watch that
-  answers with an event older than the version it resumed from, calls ``on_reset`` (see
-  :mod:`..api.reset`). A broken watch, or a server saying it is behind the version asked for, calls
-  ``on_suspect``: the operator then asks the server for its current resourceVersion at once
-  (and holds its writes until it knows, see :class:`~..api.reset.WriteFence`).
-
-One watch per namespace when the operator is scoped to namespaces, else one cluster-wide.
+Kopf's per-object machinery measured at three quarters of the CPU per pod event
+(docs/performance.md), so these kinds are listed and watched here and each event goes straight
+to the router with Kopf's conventions: a paginated listing delivered as events of type ``None``;
+the watch resumed from the last resourceVersion seen, also after a broken stream (as client-go's
+reflector); ``410 Gone`` or ``ResourceVersionTooLarge`` list again; other failures retried after
+``backoff`` and logged once per cause. Every version goes into the shared
+:class:`~..api.reset.Watermark`, and ``on_reset``/``on_suspect`` report what :mod:`..api.reset`
+calls proof or suspicion of a reset. One watch per namespace, or one cluster-wide.
 """
 
 from __future__ import annotations

@@ -1,47 +1,14 @@
 """Objects deleted while nobody watched: one re-listing check for every kind the operator holds.
 
-A watch that expired (410 Gone: the API server compacted the history it would resume from) is
-followed by a new listing. Kopf, and :mod:`.list_watch` following Kopf's conventions, deliver
-that listing as events of type ``None`` and go on watching; an object deleted in between gets
-no ``DELETED`` event, the listing simply leaves it out. Held on to, it would stay in an index
-(and in the slices, or an import, made from it) forever.
-
-:class:`Relisting` (one per kind) finds such objects from the events alone:
-
-* a listing event (type ``None``) starts a re-listing, unless one runs (a caller whose first
-  listing is no re-listing makes its Relisting once that listing is in, as the router does);
-  :meth:`Relisting.begin` starts one without an object, for a caller that knows a listing
-  began (a list-watch's ``on_listing``), or that objects may be missing
-  (:meth:`Relisting.keep_counting`, below);
-* every event during a re-listing marks its object delivered. A listing event for an object the
-  current listing already delivered means a newer listing began (Kopf lists again after each
-  410, so a second re-listing may begin during the first): what only the older listing showed
-  counts as not delivered, so an object deleted between the two is not taken for present;
-* once no listing event came for :data:`RELIST_QUIET_PERIOD` seconds (the loop's clock), each
-  held object the latest listing did not deliver is asked for (a GET, with the API client's
-  timeout). Only an answer that the object is gone forgets it: a 404, or an object under that
-  name with another UID (deleted and created again: the held one is gone). Any other failure
-  keeps it (logged at INFO; a later event or re-listing will tell), as does a listing that was
-  cut short: an object still there is answered for;
-* an object is forgotten through the caller's ``forget`` callback, as its ``DELETED`` event
-  would have been, only if the caller still holds it under the UID it had when it was checked
-  (not if an event meanwhile brought its successor, or its deletion);
-* :attr:`Relisting.checked` and :attr:`Relisting.forgotten` count, and one INFO line per
-  re-listing says how many objects were not delivered and how many were gone.
-
-A listing that delivers nothing (every object of the kind, or of a watched namespace, was
-deleted meanwhile) shows Kopf's handlers no event at all: Kopf does not tell them that a
-listing began or ended. For the kinds served through Kopf, :meth:`Relisting.keep_counting` is
-the safety net for that case, and for anything else an event stream may lose: every
-:data:`COUNT_INTERVAL` seconds it asks each watched scope how many objects it holds (one
-``limit=1`` list, whose ``metadata.remainingItemCount`` gives the count: a few hundred bytes
-whatever the number), and when the server holds fewer than the caller (so at least one is
-gone) it begins a re-listing with nothing delivered: every held object is then asked for. A
-deletion hidden by a creation still on its way to the caller (equal counts) is found at the
-next round. The list-watch (:mod:`.list_watch`) needs none: it says when a listing begins.
-
-Asking for an object that turns out to be there costs a read and nothing else, so an early,
-spurious or overlapping re-listing never loses data.
+After a 410 the new listing arrives as events of type ``None`` and an object deleted meanwhile
+simply gets no ``DELETED``. :class:`Relisting` (one per kind) marks every object a re-listing
+delivers; once no listing event came for :data:`RELIST_QUIET_PERIOD` seconds it GETs each held
+object not delivered and forgets it (through ``forget``, if still held under the same UID) only
+on proof it is gone: a 404 or another UID. Any other failure keeps it. A listing event for an
+object already delivered means a newer listing began, so only the newer one counts. For Kopf's
+kinds, whose empty listings show no event, :meth:`Relisting.keep_counting` compares a
+``limit=1`` count per scope every :data:`COUNT_INTERVAL` seconds and re-lists when the server
+holds fewer. A spurious re-listing costs reads only, never data.
 """
 
 from __future__ import annotations

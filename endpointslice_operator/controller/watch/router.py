@@ -1,31 +1,12 @@
 """Kopf event handlers: keep the indexes current and turn events into queue keys.
 
-Only ``@kopf.on.event`` handlers are registered (on a private registry), so Kopf never writes
-anything onto the watched Pods, Services, Nodes or EndpointSlices: no finalizers, no
-annotations, no status. Every handler updates an index and then applies upstream's
-event -> key rules (reference C.2):
-
-* Service add/update/delete: the Service at once (Services that are not ours, never were and
-  have no slices of ours are skipped; upstream needs no such filter because it reconciles
-  every Service).
-* Pod add/delete: the Services selecting it, at once; while the write budget is short, held
-  back for at most the batch period and let go as soon as pod changes stop
-  (``ServiceQueue.hold``, :meth:`EventRouter.release_when_quiet`); with ``coalesce=False``,
-  upstream's fixed delay of one batch period. Pod update: ignored for
-  an unchanged resourceVersion or when neither ``pod_changed`` nor ``labels_changed`` holds;
-  otherwise the Services selecting the new labels (only ``pod_changed``), or the union (both)
-  or symmetric difference (only ``labels_changed``) of those selecting the old and new labels.
-* EndpointSlice events: requeue the Service after upstream's max(1 s, batch period) when the
-  change is not the echo of our own write (tracker), with the batch period as upstream means
-  it, the delay every pod change gets: with coalescing that is 0 (the ``--batch-period`` hold
-  is for pod-driven bursts only), so 1 s; with ``coalesce=False`` (upstream's fixed delay)
-  max(1 s, batch period). Slices of kube-controller-manager's controller requeue a managed
-  Service at once so that the ``ConflictingController`` check runs.
-* Endpoints events: an Endpoints object of ours changed by someone else (not the echo of our
-  last write) requeues its Service after the same delay as a slice.
-* Node add/delete, or an update changing readiness or the zone label: refresh the topology
-  cache and queue the Services whose hint allocation is now overloaded.
-
+Only ``@kopf.on.event`` handlers (on a private registry), so Kopf writes nothing onto watched
+objects. After updating its index each handler applies upstream's event -> key rules
+(reference C.2): a Service at once (skipped if never ours); a Pod's selecting Services at once,
+held while the write budget is short (``coalesce=False``: upstream's fixed batch delay), a pod
+update by ``pod_changed``/``labels_changed`` as upstream; an EndpointSlice or Endpoints change
+that is not our own echo after max(1 s, batch period), a kube-controller-manager slice at once
+(``ConflictingController``); a Node's readiness or zone change refreshes the topology cache.
 Nothing here raises: a malformed object is logged and skipped.
 """
 

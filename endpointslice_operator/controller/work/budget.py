@@ -1,25 +1,11 @@
 """The client-side write budget: ``--kube-api-qps`` and ``--kube-api-burst``.
 
-kube-controller-manager gives each controller's API client a token bucket (``--kube-api-qps``
-20, ``--kube-api-burst`` 30 by default): every request waits for a token, so a burst of changes
-cannot turn into a burst of writes that every kube-proxy and watcher then has to receive.
-:class:`WriteBudget` is that bucket for the operator's writes (EndpointSlices and Events; watches
-and the lists behind them are not counted, as the informers of kube-controller-manager use a
-client of their own).
-
-Where the token is taken is the operator's own (a deliberate difference, docs/performance.md):
-kube-controller-manager computes a Service's writes and then waits for the limiter before each
-request, so a write that waited carries the state of when it was planned, and a second write
-follows for what changed meanwhile. The operator takes the first token *before* it reads its
-caches and plans (:meth:`WriteBudget.acquire` in ``ServiceSyncer``), so every write that waited
-carries the freshest state; a sync that turns out to need no write gives its token back
-(:meth:`WriteBudget.refund`). Further writes of the same sync take a token each.
-
-:meth:`WriteBudget.pressed` tells the event router that writes are outrunning the steady rate
-(a sixth of the burst is spent); only then are pod-triggered syncs held back to coalesce, for
-at most the batch period and only until pod changes stop (``ServiceQueue.hold``,
-``EventRouter.release_when_quiet``). While the budget has room, every change is synced at
-once, however close together the changes come.
+kube-controller-manager's per-client token bucket (20 qps, burst 30) for the operator's writes
+(EndpointSlices and Events; watches and lists are not counted). Unlike upstream, the first token
+is taken *before* the caches are read and planned, so a write that waited carries the freshest
+state; a sync with nothing to write gives it back (:meth:`WriteBudget.refund`).
+:meth:`WriteBudget.pressed` (a sixth of the burst spent) is when the router starts holding
+pod-triggered syncs (docs/performance.md, "Writes").
 """
 
 from __future__ import annotations

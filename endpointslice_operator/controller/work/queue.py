@@ -1,60 +1,15 @@
 """The per-Service work queue: client-go's rate-limited, delaying workqueue plus its workers.
 
-kube-controller-manager's EndpointSlice controller feeds ``namespace/name`` keys into a
-``workqueue.TypedRateLimitingQueue`` named ``endpoint_slice`` and runs 5 workers on it
-(reference C.3). :class:`ServiceQueue` is the asyncio equivalent, with the same guarantees.
-(Why not a dependency's: none of ours has one. Kopf retries its own handlers per object, with
-no shared queue, rate limiter or de-duplication across objects; kubernetes-asyncio has no
-workqueue; a general retry library would give backoff per call, not per key, and none of the
-rest.)
-
-* **De-duplication.** A key waiting to be processed is queued once, however often it is added.
-* **One worker per key.** A key added while a worker processes it is *not* handed to a second
-  worker; it is remembered ("dirty") and queued again when the first worker is done with it.
-* **Delayed adds** (``add_after``). A key may wait for a deadline; if it is already waiting, the
-  earlier deadline wins (client-go's ``waitingForQueue``). An immediate ``add`` does not cancel
-  a pending delayed add, as in client-go: the key is then processed now and again at the
-  deadline.
-* **Rate-limited re-adds** (``add_rate_limited``). The delay is the maximum of client-go's two
-  limiters, both consulted on every call (``MaxOfRateLimiter``):
-
-  - per key, exponential: ``base_backoff * 2**n`` capped at ``max_backoff`` where ``n`` counts
-    the key's rate-limited adds since it was last forgotten (1 s, 2 s, 4 s ... 1000 s);
-  - global token bucket (``BucketRateLimiter``): ``qps`` tokens per second, ``burst`` capacity,
-    the delay being that of a *reservation* made now.
-
-  The token bucket is written here (:class:`TokenBucket`) rather than taken from aiolimiter:
-  aiolimiter's ``AsyncLimiter`` makes the caller *wait* for capacity, whereas client-go's
-  ``rate.Limiter.Reserve()`` books a token immediately, possibly going into debt, and returns
-  how long until it is available, which is what a delayed re-add needs (the caller must not
-  block, and the reservation must count against later callers at once).
-* **Retry budget.** When the handler raises, the key is re-added rate-limited while its requeue
-  count is below ``max_retries`` (15); after that it is forgotten and dropped with the error log
-  ``Retry budget exceeded`` and ``endpointslice_operator_queue_dropped_total{name}`` += 1.
-  When the handler returns, the key is forgotten (its backoff resets).
-* **Waits are not failures** (a deliberate difference from upstream). Errors of the classes
-  given as ``wait_errors`` (the operator passes ``StaleInformerCache``: the cache has not yet
-  caught up with our own writes) re-queue the key after a short per-key backoff of its own
-  (``wait_backoff``: 0.1 s doubling to 1 s), take no token from the global bucket and do not
-  count towards the retry budget. Upstream spends budget on them, so a burst of pod events
-  arriving before a write's watch echo could drop a healthy key (docs/reliability.md, "Found
-  along the way" 3). Real failures still drop the key after ``max_retries``.
-* **Held adds** (``hold`` and ``release_held``, not in client-go): a delayed add that the
-  caller may let go early; the operator holds pod-triggered syncs while its write budget is
-  short, and lets them all go once changes stop (docs/performance.md, "Writes"). A key delayed
-  for another reason (a retry, a requeue) keeps its deadline.
-* **Logs.** A failure of one of the ``expected_errors`` (a failed write, an unreachable API
-  server) is logged once per cause with a count, at WARNING
-  (:class:`~endpointslice_operator.retry_log.RetryLog`): during an API outage every Service
-  fails the same way, and that is one line. Any other exception is a bug: ERROR with its
-  traceback, once per key until the exception changes or the key syncs.
-* **Graceful stop.** ``stop()`` takes no new keys, lets in-flight handlers finish (or cancels
-  them after ``timeout``) and drops whatever is still queued or delayed.
-
-All timing uses the running event loop's clock (``loop.time()``, ``loop.call_at``), so virtual
-time (looptime) drives it in tests. Metrics follow client-go's workqueue accounting, including
-its quirk that ``workqueue_retries_total`` counts every delayed add (``AddAfter``), not only
-rate-limited ones.
+The asyncio equivalent of kube-controller-manager's ``endpoint_slice`` queue (reference C.3):
+keys de-duplicated, one worker per key (a key added while processed is "dirty" and queued
+again after), ``add_after`` keeping the earlier deadline, ``add_rate_limited`` taking the
+maximum of a per-key exponential backoff (1 s .. 1000 s) and a global token bucket. The
+:class:`TokenBucket` is our own because client-go's ``Reserve()`` books a token at once (maybe
+into debt) and returns the delay, where aiolimiter's would make the caller wait. After
+``max_retries`` (15) a key is dropped (``Retry budget exceeded``). Not upstream: ``wait_errors``
+(``StaleInformerCache``) re-queue on their own short backoff without spending the budget
+(docs/reliability.md), and ``hold``/``release_held`` let pod-triggered syncs go early
+(docs/performance.md, "Writes"). Timing is on ``loop.time()``, so looptime drives it in tests.
 """
 
 from __future__ import annotations

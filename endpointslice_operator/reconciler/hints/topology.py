@@ -1,15 +1,10 @@
 """Topology Aware Hints in ``Auto`` mode: zone CPU ratios and per-zone endpoint allocation.
 
-A port of upstream's ``topologycache`` package, working on EndpointSlice JSON dicts. The
-:class:`TopologyCache` learns the share of allocatable CPU each zone holds from the Nodes
-(:meth:`TopologyCache.set_nodes`), then :meth:`TopologyCache.add_hints` gives every ready
-endpoint a ``forZones`` hint so that each zone receives roughly its share of endpoints,
-never more than 20 % below it (the overload threshold).
-
-Ownership rules for the slice dicts handed in through :class:`SliceInfo`: slices in
-``to_create`` and ``to_update`` belong to the planner and are changed in place; slices in
-``unchanged`` belong to the caller (often an informer cache) and are never changed: a slice
-that needs new hints is deep-copied and the copy is moved to the updates.
+A port of upstream's ``topologycache`` on EndpointSlice dicts: zones' shares of allocatable CPU
+(:meth:`TopologyCache.set_nodes`), then ``forZones`` hints giving each zone roughly its share,
+never more than 20 % below (the overload threshold). Slices in ``to_create``/``to_update`` are
+the planner's and changed in place; ``unchanged`` ones are the caller's: deep-copied into the
+updates when they need new hints.
 """
 
 from __future__ import annotations

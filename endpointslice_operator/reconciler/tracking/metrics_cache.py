@@ -1,29 +1,10 @@
 """Cluster-wide totals behind the desired/actual EndpointSlice gauges (upstream ``metrics.Cache``).
 
-For every Service the reconciler reports, per address type, one :class:`EfficiencyInfo` per
-desired port group (endpoints, and slices after this sync's writes). From those the cache keeps
-running totals:
-
-* :attr:`MetricsCache.desired_endpoints`: endpoints over all Services
-  (``endpoint_slice_controller_endpoints_desired``);
-* :attr:`MetricsCache.actual_slices`: slices over all Services
-  (``endpoint_slice_controller_num_endpoint_slices``);
-* :attr:`MetricsCache.desired_slices`: the slices perfect packing would need, i.e. the sum of
-  ``ceil(endpoints / max_endpoints_per_slice)`` over port groups, with at least one per
-  Service and address type for its placeholder
-  (``endpoint_slice_controller_desired_endpoint_slices``);
-* :meth:`MetricsCache.services_by_traffic_distribution`: how many Services use each
-  ``trafficDistribution`` value
-  (``endpoint_slice_controller_services_count_by_traffic_distribution``).
-
-The placeholder slice is reported as a port group (the empty-ports key) with 0 endpoints and
-1 slice.
-
-Deliberate difference from upstream: upstream keeps a single entry per Service and each
-address type's update overwrites the previous one, so a dual-stack Service only counts its
-last-reconciled family. Here entries are kept per (Service, address type), so both families
-count. A family the Service no longer uses is dropped with
-:meth:`MetricsCache.remove_address_type`.
+One :class:`EfficiencyInfo` per Service, address type and port group (the placeholder is a port
+group with 0 endpoints and 1 slice) feeds the running totals of desired endpoints, actual slices,
+desired slices (``ceil(endpoints / max)`` per group, at least one per Service and family) and
+Services per ``trafficDistribution``. Unlike upstream, entries are per (Service, address type),
+so a dual-stack Service counts both families (:meth:`MetricsCache.remove_address_type` drops one).
 """
 
 from __future__ import annotations

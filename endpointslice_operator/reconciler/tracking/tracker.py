@@ -1,17 +1,10 @@
 """Which EndpointSlice generations this controller has written, to spot a stale cache.
 
-A port of upstream's ``EndpointSliceTracker``. After every create or update the controller
-records the generation the API server returned; after every delete it records that the slice
-is expected to go. From that it can tell:
-
-* whether a slice event is the echo of its own write (:meth:`EndpointSliceTracker.should_sync`
-  is False) or someone else's change;
-* whether the slices it is about to reconcile are older than what it already wrote
-  (:meth:`EndpointSliceTracker.stale_slices`), in which case the sync must be retried later
-  rather than undoing its own work: :class:`StaleInformerCache`.
-
-Slices are plain EndpointSlice JSON mappings; only their namespace, ``kubernetes.io/service-name``
-label, uid and generation are read, and no reference to them is kept.
+A port of upstream's ``EndpointSliceTracker``: generations returned by creates and updates, and
+deletes expected. :meth:`EndpointSliceTracker.should_sync` tells our echo from someone else's
+change; :meth:`EndpointSliceTracker.stale_slices` finds slices older than our writes, so the sync
+is retried (:class:`StaleInformerCache`) rather than undoing them. Only namespace, service-name
+label, uid and generation are read; no reference is kept.
 """
 
 from __future__ import annotations

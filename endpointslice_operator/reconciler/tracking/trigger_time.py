@@ -1,17 +1,9 @@
 """The ``endpoints.kubernetes.io/last-change-trigger-time`` value for a sync.
 
-A port of upstream's ``TriggerTimeTracker``, decoupled from Pod objects: the caller passes each
-pod's Ready-condition ``lastTransitionTime`` (see :func:`pod_ready_times`). The tracker
-remembers what it saw on the previous sync of each Service and returns the earliest change
-since then:
-
-* a Service seen for the first time: its ``creationTimestamp``;
-* otherwise the minimum over the pods whose Ready transition is later than last time, and
-  the Service's creation time if that is later than last time (a re-created Service);
-* None when nothing changed (the annotation is then removed from the slices written).
-
-Like upstream, a pod or Service that changes several times between two syncs yields an
-approximate value; the annotation is a latency hint, not an audit log.
+A port of upstream's ``TriggerTimeTracker`` taking each pod's Ready ``lastTransitionTime``
+(:func:`pod_ready_times`): a new Service gives its ``creationTimestamp``; otherwise the earliest
+Ready transition (or re-creation) since the previous sync, or None when nothing changed (the
+annotation is then removed). Approximate, as upstream's, for several changes between syncs.
 """
 
 from __future__ import annotations
