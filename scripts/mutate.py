@@ -38,6 +38,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -840,6 +841,11 @@ def _run_tests(
     return result.returncode == 0, time.monotonic() - started
 
 
+_AST_LOCK = threading.Lock()
+"""One thread at a time in ``ast``: CPython 3.11's AST constructors share a recursion-depth
+counter across threads, and two ``--jobs`` workers parsing at once fail now and then with
+``SystemError: AST constructor recursion depth mismatch``."""
+
 _last_output: dict[Path, str] = {}
 """The end of the last test run's output per package copy (shown when the unmutated run
 fails)."""
@@ -878,7 +884,9 @@ def run_module(
             copy_root = free.get()
             target = copy_root / module
             try:
-                target.write_text(mutated_source(mutant), encoding="utf-8")
+                with _AST_LOCK:
+                    text = mutated_source(mutant)
+                target.write_text(text, encoding="utf-8")
                 return _run_tests(copy_root, tests, timeout)[0]
             finally:
                 target.write_text(original, encoding="utf-8")
