@@ -21,9 +21,9 @@ import pytest
 from endpointslice_operator.testing.controlplane import ControlPlane
 from tests.realcluster import objects as o
 from tests.realcluster.conftest import assets_dir
-from tests.realcluster.kube import JSON, OURS, Kube, eventually
+from tests.realcluster.kube import JSON, KCM, OURS, Kube, eventually
 from tests.realcluster.operator_process import running
-from tests.realcluster.parity import Twins
+from tests.realcluster.parity import Twins, slice_shape
 
 pytestmark = [pytest.mark.realcluster, pytest.mark.k8s_min("1.35")]
 
@@ -83,8 +83,17 @@ async def test_legacy_pod_ips_are_published_canonical(plane: ControlPlane, tmp_p
             expected = {"IPv4": {("10.52.0.3",)}, "IPv6": {("fd00::1",)}}
 
             async def canonical() -> bool:
-                kcm, ours = await twins.shapes()
-                assert kcm == ours
+                # Compared per family: the shape of a dual-stack Service's slices keys each
+                # endpoint by its pod, which both families share.
+                for family in expected:
+                    shapes = []
+                    for twin, writer in ((twins.kcm, KCM), (twins.ours, OURS)):
+                        written = await kube.slices(NS, twin, manager=writer)
+                        shapes.append(
+                            slice_shape([s for s in written if s["addressType"] == family])
+                        )
+                    kcm, ours = shapes
+                    assert kcm == ours, family
                 for name in (twins.kcm, twins.ours):
                     manager = None if name == twins.kcm else OURS
                     slices = await kube.slices(NS, name, manager=manager)
