@@ -1,4 +1,4 @@
-"""``python -m benchmarks [--quick|--full] [--real] [--json FILE] [--only AREA ...]``.
+"""``python -m benchmarks [--quick|--full] [--real|--node] [--json FILE] [--only AREA ...]``.
 
 Prints a table of figures, each with its goal and whether this run meets it (the goals are
 in :mod:`benchmarks.goals`), and optionally writes ``{"mode": ..., "figures": [{"name",
@@ -40,6 +40,9 @@ REAL_AREAS: list[str] = ["real", "dataplane", "mcs"]
 """Run by ``--real`` (a real control plane from ``KUBEBUILDER_ASSETS``, KCM as the baseline;
 ``dataplane`` also needs root and kube-proxy, see benchmarks/figures/dataplane.py; ``mcs``
 starts two control planes, see benchmarks/figures/mcs.py)."""
+NODE_AREAS: list[str] = ["node"]
+"""Run by ``--node`` (as root, on one real node from ``../shared/envtest``: the operator's image
+installed with its chart beside kube-controller-manager, see benchmarks/figures/node.py)."""
 
 
 def _format(value: float | None) -> str:
@@ -93,14 +96,20 @@ def main(argv: list[str] | None = None) -> int:
         help="only the figures beside kube-controller-manager on a real control plane "
         "(KUBEBUILDER_ASSETS), at --quick or --full size",
     )
+    parser.add_argument(
+        "--node",
+        action="store_true",
+        help="only the figures on one real node (root; the node layer's prerequisites), "
+        "the operator installed with its chart beside kube-controller-manager",
+    )
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON")
     parser.add_argument(
-        "--only", nargs="+", choices=[*AREAS, *REAL_AREAS], metavar="AREA",
+        "--only", nargs="+", choices=[*AREAS, *REAL_AREAS, *NODE_AREAS], metavar="AREA",
         help="run only these areas",
     )  # fmt: skip
     args = parser.parse_args(argv)
     mode = args.mode or "quick"
-    areas = args.only or (REAL_AREAS if args.real else AREAS)
+    areas = args.only or (NODE_AREAS if args.node else REAL_AREAS if args.real else AREAS)
 
     figures: list[Figure] = []
     started = time.perf_counter()

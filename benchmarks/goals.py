@@ -56,6 +56,18 @@ def value_is(expected: float) -> Check:
     return lambda figure, _: figure.value == expected
 
 
+def all_of(*checks: Check) -> Check:
+    """Every check met (not judged when one cannot be judged and none is unmet)."""
+
+    def check(figure: Figure, figures: Mapping[str, Figure]) -> bool | None:
+        results = [c(figure, figures) for c in checks]
+        if False in results:
+            return False
+        return None if None in results else True
+
+    return check
+
+
 def at_most_share_of(pattern: str, share: float) -> Check:
     """At most ``share`` of another figure of the run (the first matching ``pattern``)."""
 
@@ -97,6 +109,18 @@ GOALS: tuple[Goal, ...] = (
     Goal("propagation_p99_ms", "<= 10x the baseline", ratio_at_most(10)),
     # a live migration from kube-controller-manager, through a real kube-proxy
     Goal("migration_failed_requests", "0 failed requests", value_is(0)),
+    # on one real node, beside kube-controller-manager's twin Service (same pods)
+    Goal("probe_to_rules_ms_p*", "<= 1.0x kube-controller-manager", ratio_at_most(1.0)),
+    Goal(
+        "service_create_to_endpoint_s_p50",
+        "<= 1.0x kube-controller-manager and <= 1 s",
+        all_of(ratio_at_most(1.0), value_at_most(1.0)),
+    ),
+    Goal(
+        "service_create_to_endpoint_s_p99",
+        "<= 1.0x kube-controller-manager and <= 2 s",
+        all_of(ratio_at_most(1.0), value_at_most(2.0)),
+    ),
     # scale
     # Stated at 100,000 pods: at quick size the listing takes a tenth of a second and the
     # interpreter's start and imports (about a second) make the figure, not the cluster.

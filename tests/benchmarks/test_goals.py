@@ -73,6 +73,9 @@ def test_every_goal_names_a_figure_a_run_reports() -> None:
         "propagation_p99_ms",
         "scale_services",
         "migration_failed_requests",
+        "probe_to_rules_ms_p50",
+        "service_create_to_endpoint_s_p50",
+        "service_create_to_endpoint_s_p99",
     }
     for goal in GOALS:
         assert any(goal_for(name, mode) is goal for name in reported for mode in goal.modes), goal
