@@ -1,10 +1,11 @@
 """A data plane of network namespaces with a real kube-proxy, for traffic tests and benchmarks.
 
 EndpointSlices only matter once something routes by them. :class:`Topology` builds, on this
-machine and as root, a small "node" that a real ``kube-proxy`` (iptables mode) programs, pods
-that answer HTTP with their own name, and a client to send requests from::
+machine and as root, a small "node" that a real ``kube-proxy`` (iptables or nftables mode,
+:attr:`Topology.proxy_mode`) programs, pods that answer HTTP with their own name, and a client to
+send requests from::
 
-    node netns <prefix>-node   ("node-a": kube-proxy --proxy-mode=iptables, ip_forward=1)
+    node netns <prefix>-node   ("node-a": kube-proxy --proxy-mode=<mode>, ip_forward=1)
       lo 127.0.0.1:<api port>   socat -> unix socket -> socat (root ns) -> kube-apiserver
       node0 10.240.0.10/32      the node IP; 10.96.0.0/16 is routed here (its veth peer is
                                 down, so what kube-proxy does not DNAT is dropped)
@@ -17,6 +18,9 @@ unix socket in the work directory (the file system is shared across network name
 kube-proxy uses the admin kubeconfig as it is. Sysctls (``ip_forward``, ``icmp_ratelimit=0`` so
 that every REJECT reads as "connection refused") are set inside the node namespace only, and
 kube-proxy runs with the conntrack flags that leave the kernel's global settings alone.
+:meth:`Topology.use_proxy_mode` restarts kube-proxy in the other mode on the same namespaces
+(``kube-proxy --cleanup`` in between removes every mode's rules), so that one topology serves
+both modes' tests.
 
 Every process is started here and stopped by its PID; every namespace carries the run's unique
 prefix (``esodp<owner pid>x<hex>``) and is deleted by name. :meth:`Topology.stop` runs on
@@ -26,7 +30,8 @@ killed outright leaves a ``pids`` file under ``$TMPDIR/eso-dataplane/<prefix>/``
 those namespaces once their owner process is gone.
 
 :func:`missing_requirements` says in one sentence why the data plane cannot run here (not root,
-no ``ip netns``, no ``iptables-save``, no ``socat``, no ``kube-proxy`` in the assets).
+no ``ip netns``, no ``iptables-save``, no ``nft`` for nftables mode, no ``socat``, no
+``kube-proxy`` in the assets).
 """
 
 from __future__ import annotations
@@ -48,12 +53,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from endpointslice_operator.testing.kube_proxy_rules import Programmed, programmed
+from endpointslice_operator.testing.kube_proxy_rules import (
+    PROXY_MODES,
+    Programmed,
+    ProxyMode,
+    dump_command,
+    programmed,
+)
 
 __all__ = [
     "CLUSTER_CIDR",
     "NODE_IP",
     "POD_PORT",
+    "PROXY_MODES",
+    "ProxyMode",
     "RulesWatch",
     "Topology",
     "kube_proxy_version",
@@ -109,15 +122,17 @@ print(json.dumps(tally))
 """
 
 
-def missing_requirements(assets: Path | None) -> str | None:
-    """Why the data plane cannot run here (``None`` when it can)."""
+def missing_requirements(
+    assets: Path | None, modes: tuple[ProxyMode, ...] = ("iptables",)
+) -> str | None:
+    """Why the data plane cannot run here in every one of kube-proxy's ``modes`` (``None`` when
+    it can)."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return "needs root (network namespaces, veths, iptables inside them)"
-    for command, package in (
-        ("ip", "iproute2"),
-        ("iptables-save", "iptables"),
-        ("socat", "socat"),
-    ):
+    commands = [("ip", "iproute2"), ("iptables-save", "iptables"), ("socat", "socat")]
+    if "nftables" in modes:  # kube-proxy runs nft itself in nftables mode
+        commands.append(("nft", "nftables"))
+    for command, package in commands:
         if shutil.which(command) is None:
             return f"needs the {command} command (apt-get install -y {package})"
     probe = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
@@ -263,6 +278,9 @@ class Topology:
     """Logs (``kube-proxy.log``, ``pod-<name>.log``, ...) and the API server's unix socket."""
     node_name: str = "node-a"
     kube_proxy_args: tuple[str, ...] = ()
+    proxy_mode: ProxyMode = "iptables"
+    """kube-proxy's ``--proxy-mode`` (see :meth:`use_proxy_mode`); the rules are read as it
+    writes them."""
     prefix: str = field(default_factory=lambda: f"esodp{os.getpid()}x{secrets.token_hex(2)}")
     pods: dict[str, PodNet] = field(default_factory=dict)
     _processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
@@ -370,25 +388,28 @@ class Topology:
 
     # -- observing -------------------------------------------------------------------------------
 
-    def iptables_save(self) -> str:
-        return _run(*_in(self.node_netns, "iptables-save")).stdout
+    def ruleset(self) -> str:
+        """kube-proxy's rules in the node namespace, as its mode writes them: ``iptables-save``,
+        or ``nft -j list ruleset`` (JSON)."""
+        return _run(*_in(self.node_netns, *dump_command(self.proxy_mode))).stdout
 
     def rules(self, key: str) -> Programmed:
         """What kube-proxy programs for Service port ``key`` (``ns/name:port``)."""
-        return programmed(self.iptables_save(), key)
+        return programmed(self.ruleset(), key, self.proxy_mode)
 
     def wait_rules(self, expect: dict[str, Programmed], timeout: float = 60.0) -> None:
-        """Poll ``iptables-save`` until every key shows its expected value (or fail, naming
-        what the rules showed last)."""
+        """Poll the rules until every key shows its expected value (or fail, naming what the
+        rules showed last)."""
         deadline = time.monotonic() + timeout
         while True:
-            dump = self.iptables_save()
-            got = {key: programmed(dump, key) for key in expect}
+            dump = self.ruleset()
+            got = {key: programmed(dump, key, self.proxy_mode) for key in expect}
             if got == expect:
                 return
             if time.monotonic() > deadline:
                 raise AssertionError(
-                    f"kube-proxy's rules after {timeout:.0f} s: {got}, expected {expect}"
+                    f"kube-proxy's rules ({self.proxy_mode}) after {timeout:.0f} s: {got}, "
+                    f"expected {expect}"
                 )
             time.sleep(0.1)
 
@@ -405,14 +426,35 @@ class Topology:
         return (result.stdout or result.stderr).strip()
 
     def watch_rules(self, keys: Iterable[str]) -> RulesWatch:
-        """A process in the node namespace that polls ``iptables-save`` in a tight loop and
-        reports each change of what ``keys`` are programmed to, with its monotonic time."""
+        """A process in the node namespace that polls the rules in a tight loop and reports
+        each change of what ``keys`` are programmed to, with its monotonic time."""
+        module = f"{__package__}.kube_proxy_rules"
         process = self._spawn(
             f"rules-watch-{len(self._processes)}",
-            _in(self.node_netns, sys.executable, "-m", f"{__package__}.kube_proxy_rules", *keys),
+            _in(self.node_netns, sys.executable, "-m", module, "--mode", self.proxy_mode, *keys),
             stdout=subprocess.PIPE,
         )
         return RulesWatch(process, self)
+
+    # -- kube-proxy's mode -----------------------------------------------------------------------
+
+    def use_proxy_mode(self, mode: ProxyMode) -> None:
+        """Run kube-proxy in ``mode`` from now on: when it runs in the other one, stop it by PID,
+        remove every mode's rules (``kube-proxy --cleanup``: iptables, ipvs and nftables) and
+        start it again in ``mode`` on the same namespaces and pods; returns once it has synced."""
+        if mode not in PROXY_MODES:
+            raise ValueError(f"proxy mode {mode!r}: one of {', '.join(PROXY_MODES)}")
+        if mode == self.proxy_mode and "kube-proxy" in self._processes:
+            return
+        running = self._processes.get("kube-proxy")
+        if running is not None:
+            self._stop_tracked(running)
+        cleanup = _run(*_in(self.node_netns, str(self.kube_proxy), "--cleanup"), check=False)
+        with self.log("kube-proxy").open("a") as log:
+            log.write(f"--- kube-proxy --cleanup: exit {cleanup.returncode}\n{cleanup.stderr}")
+            log.write(f"--- restarting in {mode} mode\n")
+        self.proxy_mode = mode
+        self._start_kube_proxy()
 
     # -- internals -------------------------------------------------------------------------------
 
@@ -472,14 +514,15 @@ class Topology:
                 str(self.kube_proxy),
                 f"--kubeconfig={self.kubeconfig}",
                 f"--hostname-override={self.node_name}",
-                "--proxy-mode=iptables",
+                f"--proxy-mode={self.proxy_mode}",
                 f"--bind-address={NODE_IP}",
                 f"--cluster-cidr={CLUSTER_CIDR}",
                 # 0: leave the kernel's conntrack settings (global ones included) alone
                 "--conntrack-max-per-core=0",
                 "--conntrack-tcp-timeout-established=0",
                 "--conntrack-tcp-timeout-close-wait=0",
-                # sync on every change (the default waits at least 1 s between syncs)
+                # sync on every change (the default waits at least 1 s between syncs); v1.36
+                # reads both for nftables mode too ("NFTables sync params" minSyncPeriod="0s")
                 "--iptables-min-sync-period=0s",
                 "--iptables-sync-period=30s",
                 "--metrics-bind-address=127.0.0.1:10249",
@@ -490,7 +533,8 @@ class Topology:
         )
         # Synced once it programs the API server's own Service.
         deadline = time.monotonic() + timeout
-        while programmed(self.iptables_save(), "default/kubernetes:https") in ("absent", ()):
+        api = "default/kubernetes:https"
+        while programmed(self.ruleset(), api, self.proxy_mode) in ("absent", ()):
             if process.poll() is not None:
                 raise RuntimeError(
                     f"kube-proxy exited with {process.returncode}; see {self.log('kube-proxy')}"

@@ -40,7 +40,7 @@ from typing import Any
 
 from endpointslice_operator.testing.controlplane import ControlPlane, free_port
 from endpointslice_operator.testing.dataplane import NODE_IP, POD_PORT, Topology
-from endpointslice_operator.testing.kube_proxy_rules import Programmed, service_key
+from endpointslice_operator.testing.kube_proxy_rules import Programmed, ProxyMode, service_key
 
 __all__ = ["ANNOTATION_PREFIX", "DataplaneCluster"]
 
@@ -69,6 +69,8 @@ class DataplaneCluster:
     #: CustomResourceDefinitions (decoded manifests) installed and established before the
     #: operator starts, so it finds their APIs at its first discovery.
     crds: tuple[dict[str, Any], ...] = ()
+    #: kube-proxy's mode at start (:meth:`.Topology.use_proxy_mode` switches it later).
+    proxy_mode: ProxyMode = "iptables"
     plane: ControlPlane | None = None
     topology: Topology | None = None
     operator: subprocess.Popen[bytes] | None = None
@@ -86,6 +88,7 @@ class DataplaneCluster:
             api_port=plane.port,
             workdir=self.workdir / "dataplane",
             node_name="node-a",
+            proxy_mode=self.proxy_mode,
         )
         try:
             plane.start()

@@ -1,11 +1,17 @@
 """The data-plane layer: one control plane, the operator and a real kube-proxy per test run.
 
-Needs root, ``ip netns``, ``iptables-save`` and ``socat``, and ``KUBEBUILDER_ASSETS`` with etcd,
-kube-apiserver, kube-controller-manager and kube-proxy of v1.33 or newer (``trafficDistribution:
-PreferSameZone`` and serving-terminating fallback are what the tests route by). Without any of
-them every ``dataplane`` test is skipped with one reason. The layer's :class:`DataplaneCluster`
-is stopped by PID, and its network namespaces deleted by name, once its tests have run, also
-after a failure, Ctrl-C or SIGTERM.
+kube-proxy's mode is the package-scoped :func:`proxy_mode` fixture (``iptables``, ``nftables``):
+a test that asks for it runs once per mode (test ids ``[iptables]``, ``[nftables]``), and pytest
+orders the tests so that the layer's kube-proxy is restarted in the other mode once, on the same
+cluster and namespaces (about 2 s), rather than a second cluster started. A test that does not
+ask finds kube-proxy in the mode the tests before it left (its rules are read alike in both).
+
+Needs root, ``ip netns``, ``iptables-save``, ``nft`` and ``socat``, and ``KUBEBUILDER_ASSETS``
+with etcd, kube-apiserver, kube-controller-manager and kube-proxy of v1.33 or newer
+(``trafficDistribution: PreferSameZone`` and serving-terminating fallback are what the tests
+route by). Without any of them every ``dataplane`` test is skipped with one reason. The layer's
+:class:`DataplaneCluster` is stopped by PID, and its network namespaces deleted by name, once its
+tests have run, also after a failure, Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
@@ -25,7 +31,12 @@ import pytest
 import yaml
 
 from endpointslice_operator.testing.controlplane import missing_assets
-from endpointslice_operator.testing.dataplane import kube_proxy_version, missing_requirements
+from endpointslice_operator.testing.dataplane import (
+    PROXY_MODES,
+    ProxyMode,
+    kube_proxy_version,
+    missing_requirements,
+)
 from endpointslice_operator.testing.dataplane_cluster import DataplaneCluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +54,7 @@ def assets_dir() -> Path | None:
 def unavailable() -> str | None:
     """The one reason the layer cannot run here, or ``None``."""
     assets = assets_dir()
-    reason = missing_requirements(assets) or missing_assets(assets)
+    reason = missing_requirements(assets, PROXY_MODES) or missing_assets(assets)
     if reason is None and assets is not None:
         if not (assets / "kube-controller-manager").is_file():
             reason = f"kube-controller-manager (the twin Services' reference) not in {assets}"
@@ -96,6 +107,15 @@ def dc(request: pytest.FixtureRequest) -> Iterator[DataplaneCluster]:
         # The logs (operator, kube-proxy, control plane) stay for a run with failures.
         if request.session.testsfailed == failed:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="package", params=PROXY_MODES)
+def proxy_mode(dc: DataplaneCluster, request: pytest.FixtureRequest) -> ProxyMode:
+    """kube-proxy's mode for the test: the layer's kube-proxy restarted in it when it runs in
+    the other one."""
+    mode: ProxyMode = request.param
+    dc.net.use_proxy_mode(mode)
+    return mode
 
 
 class App:
@@ -157,7 +177,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         cluster: DataplaneCluster = item.funcargs["dc"]  # type: ignore[attr-defined]
         for title, path in (
             ("operator log", cluster.operator_log),
-            ("kube-proxy log", cluster.net.log("kube-proxy")),
+            (f"kube-proxy log ({cluster.net.proxy_mode})", cluster.net.log("kube-proxy")),
         ):
             if path.is_file():
                 report.sections.append((title, path.read_text(errors="replace")[-4000:]))

@@ -22,7 +22,7 @@ from endpointslice_operator.testing.dataplane_cluster import DataplaneCluster
 from endpointslice_operator.testing.kube_proxy_rules import REJECTED
 from tests.dataplane.conftest import App
 
-pytestmark = pytest.mark.dataplane
+pytestmark = [pytest.mark.dataplane, pytest.mark.usefixtures("proxy_mode")]
 
 GROUP_VERSION = "endpointslice-operator.io/v1alpha1"
 SELECTOR_NAME = "endpointslice-operator.io/endpoint-selector-name"
@@ -99,8 +99,10 @@ def tiered_pod(app: App, suffix: str, tier: str, *, ready: bool = True) -> str:
 
 
 def in_rules(dc: DataplaneCluster, ip: str) -> bool:
-    """Whether any of kube-proxy's rules names the address (as a source or a destination)."""
-    return re.search(rf"(?<![0-9.]){re.escape(ip)}[:/]", dc.net.iptables_save()) is not None
+    """Whether any of kube-proxy's rules names the address (as a source or a destination): in
+    iptables-save's ``10.0.0.1/32`` or ``10.0.0.1:8080``, nft's JSON strings ``"10.0.0.1"`` or its
+    chain names ``...__10.0.0.1/8080``."""
+    return re.search(rf"(?<![0-9.]){re.escape(ip)}[:/\"]", dc.net.ruleset()) is not None
 
 
 def wait_slices(selectors: Selectors, name: str, ips: tuple[str, ...], timeout: float = 60) -> None:
@@ -142,6 +144,7 @@ def test_an_endpoint_selector_owned_by_a_service_is_routed_by_kube_proxy(
     dc.set_ready(a, False)
     dc.wait_rules({owner_key: app.ips(b, slow)})
     assert set(dc.requests(owner_key, 40)) == {b, slow}
+    assert in_rules(dc, app.ips(b)[0])
     assert not in_rules(dc, app.ips(other)[0])
 
 
@@ -166,5 +169,6 @@ def test_an_endpoint_selector_owned_by_no_service_is_ignored_by_kube_proxy(
     dc.wait_rules({owner_key: app.ips(a)})
 
     assert dc.net.rules(namesake_key) == REJECTED  # a Service without endpoints
+    assert in_rules(dc, app.ips(a)[0])
     assert not in_rules(dc, app.ips(loose)[0])  # no rule sends anything there
     assert dc.requests(namesake_key, 5, timeout=5) == Counter({"ERR:refused": 5})

@@ -57,6 +57,7 @@ def report(how: str, client: Client, settle: float) -> None:
     )
 
 
+@pytest.mark.usefixtures("proxy_mode")
 def test_the_readme_steps_by_hand_fail_no_request(
     dc: DataplaneCluster, app: App, tmp_path: Path
 ) -> None:
@@ -77,6 +78,7 @@ def test_the_readme_steps_by_hand_fail_no_request(
     assert managers(dc, key) == {OURS}
 
 
+@pytest.mark.usefixtures("proxy_mode")
 def test_migrate_fails_no_request(dc: DataplaneCluster, app: App, tmp_path: Path) -> None:
     key, pods = kcm_service(dc, app)
     env = user_env(dc, tmp_path)

@@ -2,8 +2,10 @@
 
 Each test has twin Services on the same pods (``<app>-eso``: selectorless, opted in with the
 selector annotation, so only the operator writes its slices; ``<app>-kcm``: ``spec.selector``,
-kube-controller-manager's) and checks what kube-proxy programs for each ClusterIP
-(``iptables-save`` in the node namespace) and where requests from the client namespace land.
+kube-controller-manager's) and checks what kube-proxy programs for each ClusterIP (its rules in
+the node namespace) and where requests from the client namespace land. Every test runs once per
+kube-proxy mode, ``[iptables]`` and ``[nftables]``: both route by the same slices, and what they
+program for each state is the same.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from endpointslice_operator.testing.dataplane_cluster import ENABLED, DataplaneC
 from endpointslice_operator.testing.kube_proxy_rules import ABSENT, REJECTED
 from tests.dataplane.conftest import App
 
-pytestmark = pytest.mark.dataplane
+pytestmark = [pytest.mark.dataplane, pytest.mark.usefixtures("proxy_mode")]
 
 OURS = "endpointslice-operator.io"
 PROXY_NAME = "service.kubernetes.io/service-proxy-name"
