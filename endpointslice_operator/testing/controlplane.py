@@ -3,8 +3,8 @@
 The emulator is a model; a real kube-apiserver is the referee. :class:`ControlPlane` starts
 ``etcd`` and ``kube-apiserver`` (and ``kube-controller-manager`` when its binary is there, with
 the endpoint, EndpointSlice, mirroring, garbage-collector, namespace and ServiceAccount
-controllers as the reference to compare with) on free loopback ports, with RBAC on and
-bearer-token authentication, and stops them by PID::
+controllers as the reference to compare with; ``kcm_controllers`` picks another list) on free
+loopback ports, with RBAC on and bearer-token authentication, and stops them by PID::
 
     plane = ControlPlane(assets=Path(os.environ["KUBEBUILDER_ASSETS"]), workdir=tmp)
     plane.start()                 # about 5 s; plane.kubeconfig is an admin kubeconfig
@@ -140,6 +140,9 @@ class ControlPlane:
     """The API server's secure port; 0 picks a free one (kept across :meth:`restart`)."""
     apiserver_args: tuple[str, ...] = ()
     kcm_args: tuple[str, ...] = ()
+    kcm_controllers: tuple[str, ...] = KCM_CONTROLLERS
+    """kube-controller-manager's ``--controllers``: for example without ``endpoint`` and
+    ``endpointslicemirroring``, as clusters run them from v1.37 on (KEP-4974)."""
     token: str = field(default_factory=lambda: secrets.token_hex(16))
     _processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
@@ -393,7 +396,7 @@ class ControlPlane:
                 f"--kubeconfig={self.kubeconfig}",
                 "--bind-address=127.0.0.1",
                 "--secure-port=0",
-                f"--controllers={','.join(KCM_CONTROLLERS)}",
+                f"--controllers={','.join(self.kcm_controllers)}",
                 "--use-service-account-credentials=false",
                 f"--service-account-private-key-file={p / 'sa.key'}",
                 f"--root-ca-file={p / 'ca.crt'}",
