@@ -25,8 +25,9 @@ kube-proxy``): the name is in chain names and element comments:
 
 :func:`programmed` turns one dump into :data:`REJECTED` (connections refused), :data:`ABSENT` (no
 rule at all: kube-proxy ignores the Service, or has not seen it yet), or the sorted endpoint IPs,
-the same value for the same state in either mode. It is pure (a string in, a value out), so it
-is tested on captured dumps without root.
+the same value for the same state in either mode (but for session affinity, where the iptables
+reading lists each endpoint once per rule that jumps to it, the nftables one once). It is pure (a
+string in, a value out), so it is tested on captured dumps without root.
 
 ``python -m endpointslice_operator.testing.kube_proxy_rules [--mode nftables] KEY...``, run inside
 a node's network namespace, polls the rules (:func:`dump_command`) in a loop and prints one JSON
@@ -176,8 +177,10 @@ def _nft_programmed(dump: str, key: str) -> Programmed:
         elif "map" in obj:
             nft_map = obj["map"]
             for element in nft_map.get("elem") or []:
-                if not (isinstance(element, list) and len(element) == 2):
-                    continue
+                if not (
+                    isinstance(element, list) and len(element) == 2 and isinstance(element[1], dict)
+                ):
+                    continue  # a set's element, or a map that holds no verdicts
                 value, verdict = element
                 comment = value.get("elem", {}).get("comment") if isinstance(value, dict) else None
                 target = (verdict.get("goto") or verdict.get("jump") or {}).get("target")
