@@ -88,6 +88,28 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def _target_problem(where: str, port: Mapping[str, Any]) -> str | None:
+    """What is wrong with a port's ``port`` (KEP-6116's field) or ``targetPort`` (its alias,
+    in a Service's spelling): both given and different, or neither a port number nor a
+    container port name."""
+    if "port" in port and "targetPort" in port and port["port"] != port["targetPort"]:
+        return (
+            f"{where}: port {port['port']!r} and its alias targetPort {port['targetPort']!r} "
+            "differ; give one of them"
+        )
+    field = "targetPort" if "targetPort" in port and "port" not in port else "port"
+    number = port.get(field)
+    if isinstance(number, bool) or not (
+        (isinstance(number, int) and 1 <= number <= 65535)
+        or (isinstance(number, str) and _IANA_SVC_NAME.match(number))
+    ):
+        return (
+            f"{where}.{field} {number!r} is neither a number from 1 to 65535 nor a "
+            "container port name"
+        )
+    return None
+
+
 def validate(body: Mapping[str, Any]) -> tuple[Selector | None, list[tuple[str, str]]]:
     """The parsed selector (None if unusable) and every problem of the spec, as
     ``(condition reason, message)``."""
@@ -126,18 +148,9 @@ def validate(body: Mapping[str, Any]) -> tuple[Selector | None, list[tuple[str, 
                     f"{where}.protocol {protocol!r} is not one of {', '.join(PROTOCOLS)}",
                 )
             )
-        number = port.get("port")
-        if isinstance(number, bool) or not (
-            (isinstance(number, int) and 1 <= number <= 65535)
-            or (isinstance(number, str) and _IANA_SVC_NAME.match(number))
-        ):
-            problems.append(
-                (
-                    REASON_INVALID_PORT,
-                    f"{where}.port {number!r} is neither a number from 1 to 65535 nor a "
-                    "container port name",
-                )
-            )
+        port_problem = _target_problem(where, port)
+        if port_problem is not None:
+            problems.append((REASON_INVALID_PORT, port_problem))
         app_protocol = port.get("appProtocol")
         if app_protocol is not None and not isinstance(app_protocol, str):
             problems.append((REASON_INVALID_PORT, f"{where}.appProtocol must be a string"))
