@@ -42,6 +42,7 @@ __all__ = [
     "REASON_ACCEPTED",
     "REASON_DUPLICATE_PORT_NAME",
     "REASON_INVALID_IP_FAMILY",
+    "REASON_INVALID_NAME",
     "REASON_INVALID_PORT",
     "REASON_INVALID_SELECTOR",
     "REASON_UNKNOWN_PROTOCOL",
@@ -66,6 +67,9 @@ REASON_UNKNOWN_PROTOCOL = "UnknownProtocol"
 REASON_INVALID_PORT = "InvalidPort"
 REASON_INVALID_IP_FAMILY = "InvalidIPFamily"
 REASON_UNRESOLVED_PORT = "UnresolvedPort"
+REASON_INVALID_NAME = "InvalidName"
+"""A name longer than 63 characters: not a label value, and the slices carry it as one."""
+LABEL_VALUE_MAX = 63
 """``Ready=False``: a named port of ``spec.ports`` exists on no selected pod (the slices are
 published all the same, as kube-controller-manager would for such a Service)."""
 PROTOCOLS = ("TCP", "UDP", "SCTP")
@@ -116,6 +120,15 @@ def validate(body: Mapping[str, Any]) -> tuple[Selector | None, list[tuple[str, 
     spec = _mapping(body.get("spec"))
     problems: list[tuple[str, str]] = []
     selector: Selector | None = None
+    name = _mapping(body.get("metadata")).get("name")
+    if isinstance(name, str) and len(name) > LABEL_VALUE_MAX:
+        problems.append(
+            (
+                REASON_INVALID_NAME,
+                f"metadata.name is {len(name)} characters long: the slices carry it as a label "
+                f"value, at most {LABEL_VALUE_MAX}",
+            )
+        )
     try:
         selector = from_label_selector(spec.get("selector"))
     except SelectorError as exc:

@@ -168,3 +168,14 @@ def test_target_port_is_an_alias_of_port_and_both_must_agree() -> None:
     assert problem[0] == "InvalidPort" and "spec.ports[0].targetPort 0" in problem[1]
     (problem,) = _port_problems({"name": "a"})
     assert problem[0] == "InvalidPort" and "spec.ports[0].port None" in problem[1]
+
+
+def test_a_name_longer_than_a_label_value_is_refused() -> None:
+    """The slices carry the name as a label value (63 characters at most): the CRD's rule
+    refuses a longer one at admission (1.25 and later), the operator on older servers."""
+    spec = dict(GOOD)
+    assert validate({"metadata": {"name": "a" * 63}, "spec": spec})[1] == []
+    selector, problems = validate({"metadata": {"name": "a" * 64}, "spec": spec})
+    assert selector is None
+    assert [r for r, _ in problems] == ["InvalidName"]
+    assert "64 characters" in problems[0][1]
