@@ -303,9 +303,10 @@ class Settings(BaseSettings):
         "minutes); off: never look for them.",
     )
     kep6116_labels: bool = setting(
-        False,
-        "Also label the slices of EndpointSelectors `kubernetes.io/endpoint-selector-name` "
-        "(KEP-6116's label; off because the KEP is not approved yet).",
+        True,
+        "Label the slices of EndpointSelectors `kubernetes.io/endpoint-selector-name` too "
+        "(KEP-6116's label, beside `endpointslice-operator.io/endpoint-selector-name`); off: "
+        "only the operator's own label.",
     )
     multicluster: bool = setting(
         False,

@@ -153,7 +153,7 @@ def plan_endpoint_selectors(
     selectors: Iterable[tuple[str, str]],
     config: ReconcilerConfig,
     *,
-    kep6116_labels: bool = False,
+    kep6116_labels: bool = True,
 ) -> list[ServiceResult]:
     """Plan each EndpointSelector as the operator's first sync of it would (an invalid spec:
     skipped, with the reasons its status condition would give)."""
@@ -633,9 +633,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--kep6116-labels",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help="label the slices of EndpointSelectors kubernetes.io/endpoint-selector-name too "
-        "(as the operator's --kep6116-labels)",
+        "(as the operator's --kep6116-labels; default: %(default)s)",
     )
     parser.add_argument(
         "-n",

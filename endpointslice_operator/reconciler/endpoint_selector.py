@@ -1,10 +1,11 @@
 """``plan_endpoint_selector``: EndpointSlices for an EndpointSelector (KEP-6116's shape).
 
 The object is read as a Service would be and goes through the same planner, except:
-``spec.ports[].port`` is a Service port's ``targetPort``; ``spec.ipFamilies`` filters families;
-the labels (:func:`labels_from_endpoint_selector`) carry ``kubernetes.io/service-name`` only
-when a Service is its controller (KEP-6116's rule); hints come from
-``spec.trafficSettings.trafficDistribution``. See docs/endpointselector.md.
+``spec.ports[].port`` (or its alias ``targetPort``) is a Service port's ``targetPort``;
+``spec.ipFamilies`` filters families; the labels (:func:`labels_from_endpoint_selector`) carry
+``kubernetes.io/endpoint-selector-name`` (KEP-6116's, unless switched off) and carry
+``kubernetes.io/service-name`` only when a Service is its controller (KEP-6116's rule); hints
+come from ``spec.trafficSettings.trafficDistribution``. See docs/endpointselector.md.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def controlling_service(selector: Mapping[str, Any]) -> str | None:
 
 
 def labels_from_endpoint_selector(
-    selector: Mapping[str, Any], *, kep6116_labels: bool = False
+    selector: Mapping[str, Any], *, kep6116_labels: bool = True
 ) -> LabelsFunc:
     """The labels callback for an EndpointSelector's slices (see the module docstring)."""
     metadata = _mapping(selector.get("metadata"))
@@ -120,6 +121,15 @@ def _families(spec: Mapping[str, Any], pods: list[PodRecord]) -> list[str]:
     return found or [IPV4]
 
 
+def _service_port(port: Any) -> Any:
+    """A port of ``spec.ports`` as a Service port: ``port`` (KEP-6116's field) or its alias
+    ``targetPort`` (a Service's spelling) is the target; the planner reads ``targetPort``."""
+    if not isinstance(port, Mapping):
+        return port
+    target = port.get("port", port.get("targetPort"))
+    return {**port, "port": target, "targetPort": target}
+
+
 def as_service(selector: Mapping[str, Any], pods: list[PodRecord]) -> dict[str, Any]:
     """The EndpointSelector as the Service-shaped owner the planner reads: its metadata, kind
     and apiVersion (for the ownerReference), and the spec fields a Service would carry."""
@@ -127,7 +137,7 @@ def as_service(selector: Mapping[str, Any], pods: list[PodRecord]) -> dict[str, 
     traffic = _mapping(spec.get("trafficSettings")).get("trafficDistribution")
     service_spec: dict[str, Any] = {
         "clusterIP": "None",
-        "ports": list(spec.get("ports") or []),
+        "ports": [_service_port(port) for port in spec.get("ports") or []],
         "ipFamilies": _families(spec, pods),
         "publishNotReadyAddresses": spec.get("publishNotReadyAddresses") is True,
     }
@@ -149,7 +159,7 @@ def plan_endpoint_selector(
     config: ReconcilerConfig,
     *,
     trigger_time: datetime | None = None,
-    kep6116_labels: bool = False,
+    kep6116_labels: bool = True,
     source: AddressSource | None = None,
 ) -> Plan:
     """Plan the EndpointSlice writes for one EndpointSelector.

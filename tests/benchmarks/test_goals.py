@@ -76,6 +76,7 @@ def test_every_goal_names_a_figure_a_run_reports() -> None:
         "probe_to_rules_ms_p50",
         "service_create_to_endpoint_s_p50",
         "service_create_to_endpoint_s_p99",
+        "selectors_startup_synced_s",
     }
     for goal in GOALS:
         assert any(goal_for(name, mode) is goal for name in reported for mode in goal.modes), goal
@@ -123,3 +124,13 @@ def test_burst_ratios_are_named_for_their_baseline() -> None:
     assert not any(name.endswith("_vs_kcm") for name in policy)
     real = {f.name for f in burst_figures(results, "ours", "base", "kcm")}
     assert {"writes_burst_ratio_vs_kcm", "converge_burst_ratio_vs_kcm"} <= real
+
+
+def test_endpoint_selectors_start_up_within_1_2x_the_services_of_the_same_pods() -> None:
+    def startup(value: float) -> str:
+        figure = Figure("selectors_startup_synced_s", value, "s (200 x 10 pods)", 2.0)
+        return judged(figure, mode="quick")["selectors_startup_synced_s"]
+
+    assert startup(2.4) == "<= 1.2x the Services: met"
+    assert startup(2.5) == "<= 1.2x the Services: NOT met"
+    assert goal_for("selectors_startup_synced_s", "full") is not None

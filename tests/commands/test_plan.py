@@ -771,7 +771,8 @@ def test_plan_accepts_endpoint_selector_manifests(capsys: pytest.CaptureFixture[
     labels = document["metadata"]["labels"]
     assert labels["endpointslice-operator.io/endpoint-selector-name"] == "checkout"
     assert "kubernetes.io/service-name" not in labels
-    assert "kubernetes.io/endpoint-selector-name" not in labels
+    assert labels["kubernetes.io/endpoint-selector-name"] == "checkout"
+    assert labels["gateway.example.com/backend"] == "true"  # the EndpointSelector's own label
     assert document["metadata"]["ownerReferences"][0]["kind"] == "EndpointSelector"
     # The canary is left out by matchExpressions; the named port resolves to 9000.
     assert [ep["targetRef"]["name"] for ep in document["endpoints"]] == [
@@ -779,6 +780,9 @@ def test_plan_accepts_endpoint_selector_manifests(capsys: pytest.CaptureFixture[
         "checkout-1",
     ]
     assert document["ports"][0]["port"] == 9000
+    assert plan_main(["-f", "docs/examples/endpointselector.yaml", "--no-kep6116-labels"]) == 0
+    (document,) = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    assert "kubernetes.io/endpoint-selector-name" not in document["metadata"]["labels"]
 
 
 def test_plan_reports_an_invalid_endpoint_selector(

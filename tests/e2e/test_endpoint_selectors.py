@@ -80,6 +80,7 @@ async def test_match_labels_and_match_expressions_both_select() -> None:
                 "team": "a",
                 LABEL_MANAGED_BY: MANAGED_BY,
                 LABEL_SELECTOR_NAME: "by-labels",
+                LABEL_KEP6116: "by-labels",
             }
             owner = emu.store.get("endpointselectors", NS, "by-labels")
             assert owner is not None
@@ -298,7 +299,7 @@ async def test_ip_families_filter_and_default_to_the_families_found() -> None:
             assert {s["addressType"] for s in selector_slices(emu, "found")} == {"IPv4"}
 
 
-async def test_service_name_label_only_when_a_service_owns_it_and_the_kep_label_behind_a_flag() -> (
+async def test_service_name_label_only_when_a_service_owns_it_and_the_kep_label_by_default() -> (
     None
 ):
     async with run_emulator() as emu:
@@ -318,7 +319,7 @@ async def test_service_name_label_only_when_a_service_owns_it_and_the_kep_label_
         ]
         emu.store.create(body)
         endpoint_selector(emu, "free", match_labels={"app": "web"})
-        async with running_operator(emu, kep6116_labels=True) as op:
+        async with running_operator(emu) as op:
             await eventually(lambda: selector_addresses(emu, "web-owned") == {"10.1.0.1"})
             await eventually(lambda: selector_addresses(emu, "free") == {"10.1.0.1"})
             (owned,) = selector_slices(emu, "web-owned")
@@ -333,8 +334,8 @@ async def test_service_name_label_only_when_a_service_owns_it_and_the_kep_label_
                 owned["metadata"]["name"]
             ]
             before = writes(emu)
-        # Without the flag, the KEP label goes (one rewrite per slice), the rest stays.
-        async with running_operator(emu) as op:
+        # With --no-kep6116-labels, the KEP label goes (one rewrite per slice), the rest stays.
+        async with running_operator(emu, kep6116_labels=False) as op:
             await eventually(
                 lambda: all(
                     LABEL_KEP6116 not in s["metadata"]["labels"]
@@ -656,3 +657,43 @@ async def test_the_endpoints_command_follows_an_endpoint_selector() -> None:
                 "--kubeconfig", kubeconfig, "--endpoint-selector", "x", "--service", "y"
             )
             assert code == 2 and "cannot be combined" in err
+
+
+async def test_slices_of_the_upstream_kind_of_the_same_name_are_left_alone() -> None:
+    """With the API server serving ``discovery.k8s.io`` EndpointSelectors too, the in-tree
+    controller's slices carry the same ``kubernetes.io/endpoint-selector-name``: the operator
+    neither adopts, rewrites nor deletes them (docs/endpointselector.md)."""
+    async with run_emulator() as emu:
+        cluster(emu)
+        install_crd(emu)
+        pod(emu, "web-0", "10.1.0.1")
+        upstream = emu.store.create(
+            {
+                "apiVersion": "discovery.k8s.io/v1",
+                "kind": "EndpointSlice",
+                "metadata": {
+                    "name": "web-upstream",
+                    "namespace": NS,
+                    "labels": {
+                        LABEL_KEP6116: "web",
+                        LABEL_MANAGED_BY: "endpointslice-controller.k8s.io",
+                    },
+                },
+                "addressType": "IPv4",
+                "endpoints": [{"addresses": ["10.9.9.9"], "conditions": {"ready": True}}],
+                "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+            }
+        )
+        endpoint_selector(emu, "web", match_labels={"app": "web"})
+        async with running_operator(emu) as op:
+            await eventually(lambda: selector_addresses(emu, "web") == {"10.1.0.1"})
+            await settle(op)
+            current = emu.store.get("endpointslices", NS, "web-upstream")
+            assert current is not None
+            assert current["metadata"]["resourceVersion"] == upstream["metadata"]["resourceVersion"]
+            by_kep_label = [
+                s["metadata"]["labels"][LABEL_MANAGED_BY]
+                for s in emu.store.list("endpointslices", NS)
+                if s["metadata"]["labels"].get(LABEL_KEP6116) == "web"
+            ]
+            assert sorted(by_kep_label) == sorted([MANAGED_BY, "endpointslice-controller.k8s.io"])

@@ -31,6 +31,7 @@ pytestmark = pytest.mark.realcluster
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "deploy" / "crds" / "endpointselectors.endpointslice-operator.io.yaml"
+KEP6116_EXAMPLE = ROOT / "deploy" / "examples" / "endpointselector.yaml"
 GROUP_VERSION = "endpointslice-operator.io/v1alpha1"
 LABEL_SELECTOR_NAME = "endpointslice-operator.io/endpoint-selector-name"
 LABEL_KEP6116 = "kubernetes.io/endpoint-selector-name"
@@ -152,6 +153,7 @@ async def test_selection_labels_owner_status_and_printer_columns(
         "team": "a",
         LABEL_MANAGED_BY: OURS,
         LABEL_SELECTOR_NAME: "by-labels",
+        LABEL_KEP6116: "by-labels",
     }
     (owner,) = only["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["uid"], owner["controller"]) == (
@@ -250,6 +252,16 @@ async def test_the_schema_refuses_what_it_can_and_the_operator_the_rest(
     await until_condition(kube, ns, "duplicate", "False", "DuplicatePortName")
     if status != 422:
         await until_condition(kube, ns, "empty-labels", "False", "InvalidSelector")
+    # A name that is no label value (the slices carry it as one): the same split.
+    long_name = "n" * 64
+    status, answer = await kube.status_of(
+        "POST", path, selector_body(long_name, {"matchLabels": {"app": "web"}})
+    )
+    assert status in (200, 201, 422), answer
+    if status == 422:
+        assert "at most 63 characters" in answer["message"], answer
+    else:
+        await until_condition(kube, ns, long_name, "False", "InvalidName")
 
     async def warned() -> bool:
         found = await kube.events(ns, "DuplicatePortName")
@@ -261,6 +273,150 @@ async def test_the_schema_refuses_what_it_can_and_the_operator_the_rest(
 
     await eventually(warned, timeout=60)
     assert await selector_slices(kube, ns, "duplicate") == []
+
+
+async def test_target_port_is_an_alias_of_port_and_both_must_agree(
+    kube: Kube, ns: str, selector_operator: OperatorProcess
+) -> None:
+    """``port`` is KEP-6116's field; ``targetPort`` (a Service's spelling) is accepted as its
+    alias. Both given and different: refused at admission by the CRD's validation rule (1.25
+    and later), else ``Ready=False/InvalidPort``; neither given: the same."""
+    path = f"/apis/{GROUP_VERSION}/namespaces/{ns}/endpointselectors"
+    await o.pod(
+        kube,
+        ns,
+        "web-0",
+        "10.1.0.1",
+        container_ports=[{"name": "http", "containerPort": 9090, "protocol": "TCP"}],
+    )
+    labels = {"matchLabels": {"app": "web"}}
+    await create_selector(kube, ns, selector_body("alias", labels, ports=[{"targetPort": "http"}]))
+    await create_selector(
+        kube, ns, selector_body("both", labels, ports=[{"port": 8080, "targetPort": 8080}])
+    )
+    for name, ports in (
+        ("differ", [{"port": 8080, "targetPort": 8081}]),
+        ("number-and-name", [{"port": 8080, "targetPort": "http"}]),
+        ("neither", [{"name": "a"}]),
+    ):
+        status, answer = await kube.status_of(
+            "POST", path, selector_body(name, labels, ports=ports)
+        )
+        assert status in (200, 201, 422), answer
+        if status == 422:
+            assert "targetPort" in answer["message"], answer
+        else:  # a server without CRD validation rules: the operator refuses it
+            await until_condition(kube, ns, name, "False", "InvalidPort")
+
+    async def check() -> bool:
+        alias = await selector_slices(kube, ns, "alias")
+        assert [p["port"] for s in alias for p in s["ports"]] == [9090], alias
+        both = await selector_slices(kube, ns, "both")
+        assert [p["port"] for s in both for p in s["ports"]] == [8080], both
+        assert o.addresses(alias) == o.addresses(both) == {"10.1.0.1"}
+        return True
+
+    await eventually(check, timeout=60)
+    await until_condition(kube, ns, "alias", "True", "Accepted")
+
+
+async def kubectl(kube: Kube, *args: str) -> str:
+    process = await asyncio.create_subprocess_exec(
+        "kubectl",
+        "--kubeconfig",
+        str(kube.kubeconfig),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode == 0, err.decode()
+    return out.decode()
+
+
+async def test_the_kep6116_example_applied_as_it_is(
+    kube: Kube, ns: str, selector_operator: OperatorProcess
+) -> None:
+    """deploy/examples/endpointselector.yaml (KEP-6116's shape, only the apiVersion changed),
+    applied with kubectl as it is. This control plane runs no ReplicaSet controller and no
+    kubelet, so the test makes the Deployments' pods from their templates and gives them the
+    status a kubelet would. The slices: KEP-6116's label, the EndpointSelector's own labels
+    copied, owned by it, the named port resolved per pod (a slice per track), the numbered
+    port as given, the shadow track left out by ``matchExpressions``, IPv4 only as
+    ``ipFamilies`` asks, zone hints from ``trafficSettings``."""
+    version = await kube.get("/version")
+    # v1.24.0-alpha.2 stores no hints (its TopologyAwareHints gate is off by default).
+    hints = int(str(version["minor"]).rstrip("+")) >= 30
+    await kubectl(kube, "apply", "-n", ns, "-f", str(KEP6116_EXAMPLE))
+    documents = [d for d in yaml.safe_load_all(KEP6116_EXAMPLE.read_text("utf-8")) if d]
+    (example,) = [d for d in documents if d["kind"] == "EndpointSelector"]
+    name = example["metadata"]["name"]
+    assert example["apiVersion"] == GROUP_VERSION
+    number = 0
+    for deployment in (d for d in documents if d["kind"] == "Deployment"):
+        template = deployment["spec"]["template"]
+        for replica in range(deployment["spec"]["replicas"]):
+            number += 1
+            pod_name = f"{deployment['metadata']['name']}-{replica}"
+            body = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": pod_name, "labels": template["metadata"]["labels"]},
+                "spec": {**template["spec"], "nodeName": ("node-a", "node-b")[number % 2]},
+            }
+            await kube.create(f"/api/v1/namespaces/{ns}/pods", body)
+            await o.set_status(
+                kube, ns, pod_name, o.pod_status([f"10.1.0.{number}", f"fd00::{number}"])
+            )
+
+    async def check() -> bool:
+        listed = await kube.get(
+            f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
+            labelSelector=f"{LABEL_KEP6116}={name},{LABEL_MANAGED_BY}={OURS}",
+        )
+        by_grpc: dict[int, set[str]] = {}
+        for item in listed["items"]:
+            assert item["addressType"] == "IPv4"
+            labels = item["metadata"]["labels"]
+            assert labels[LABEL_SELECTOR_NAME] == name
+            assert labels["inference.example.com/pool"] == name
+            assert LABEL_SERVICE_NAME not in labels
+            (owner,) = item["metadata"]["ownerReferences"]
+            assert (owner["kind"], owner["name"], owner["controller"]) == (
+                "EndpointSelector",
+                name,
+                True,
+            )
+            ports = {
+                p["name"]: (p["port"], p["protocol"], p.get("appProtocol")) for p in item["ports"]
+            }
+            grpc = ports["grpc"][0]
+            assert ports == {
+                "grpc": (grpc, "TCP", "kubernetes.io/h2c"),
+                "metrics": (9100, "TCP", None),
+            }
+            by_grpc[grpc] = {e["targetRef"]["name"] for e in item["endpoints"]}
+            for endpoint in item["endpoints"]:
+                assert endpoint["conditions"]["ready"] is True
+                if hints:
+                    assert endpoint["hints"]["forZones"] == [{"name": endpoint["zone"]}]
+        assert by_grpc == {
+            8080: {"model-server-stable-0", "model-server-stable-1"},
+            8081: {"model-server-next-0"},
+        }
+        return True
+
+    await eventually(check, timeout=60)
+    await until_condition(kube, ns, name, "True", "Accepted")
+
+    # `kubectl get esel` (the short name and the printer columns), once the counts are written.
+    async def columns() -> bool:
+        header, line = (await kubectl(kube, "get", "esel", "-n", ns, name)).splitlines()
+        assert header.split()[:5] == ["NAME", "READY", "REASON", "ENDPOINTS", "READY-ENDPOINTS"]
+        assert line.split()[:5] == [name, "True", "Accepted", "3", "3"]
+        return True
+
+    await eventually(columns, timeout=60)
 
 
 async def test_conditions_publish_not_ready_and_a_selector_change(
@@ -402,8 +558,8 @@ async def test_service_name_label_only_when_owned_by_a_service(
     ]
     await create_selector(kube, ns, owned)
     await create_selector(kube, ns, selector_body("free", {"matchLabels": {"app": "web"}}))
-    args = ("--namespace", ns, "--kep6116-labels")
-    async with running(kube.kubeconfig, log_dir / "operator.log", *args):
+    # KEP-6116's label by default (no --kep6116-labels).
+    async with running(kube.kubeconfig, log_dir / "operator.log", "--namespace", ns):
         await until_selected(kube, ns, "web-owned", {"10.1.0.1"})
         await until_selected(kube, ns, "free", {"10.1.0.1"})
     (owned_slice,) = await selector_slices(kube, ns, "web-owned")

@@ -53,12 +53,19 @@ NODES = [{"metadata": {"name": "node-a", "labels": {"topology.kubernetes.io/zone
 def test_labels_copy_own_keep_reserved_and_name_the_service_only_when_it_owns() -> None:
     body = selector(labels={"team": "a", LABEL_SERVICE_NAME: "spoof", LABEL_MANAGED_BY: "x"})
     desired, changed = labels_from_endpoint_selector(body)(None, "ours")
-    assert desired == {"team": "a", LABEL_MANAGED_BY: "ours", LABEL_ENDPOINT_SELECTOR_NAME: "sel"}
+    # KEP-6116's label by default, beside the operator's own.
+    assert desired == {
+        "team": "a",
+        LABEL_MANAGED_BY: "ours",
+        LABEL_ENDPOINT_SELECTOR_NAME: "sel",
+        LABEL_KEP6116_ENDPOINT_SELECTOR_NAME: "sel",
+    }
     assert changed is True  # a new slice
     assert labels_from_endpoint_selector(body)(desired, "ours") == (desired, False)
-    with_kep = labels_from_endpoint_selector(body, kep6116_labels=True)
-    kep, changed = with_kep(desired, "ours")
-    assert kep[LABEL_KEP6116_ENDPOINT_SELECTOR_NAME] == "sel" and changed
+    without_kep = labels_from_endpoint_selector(body, kep6116_labels=False)
+    own_only, changed = without_kep(desired, "ours")
+    assert LABEL_KEP6116_ENDPOINT_SELECTOR_NAME not in own_only and changed
+    assert own_only[LABEL_ENDPOINT_SELECTOR_NAME] == "sel"
     owned = selector(
         ownerReferences=[{"apiVersion": "v1", "kind": "Service", "name": "web", "controller": True}]
     )
@@ -98,3 +105,22 @@ def test_the_plan_owns_its_slices_and_leaves_its_inputs_alone() -> None:
         for i, s in enumerate(plan.creates)
     ]
     assert plan_endpoint_selector(body, pods, NODES, written, CONFIG).write_count == 0
+
+
+def test_target_port_is_an_alias_of_port() -> None:
+    """``targetPort`` (a Service's spelling) plans exactly as ``port`` (KEP-6116's field)."""
+    pods = [pod("a", ["10.0.0.1"])]
+    for target in ("http", 8080):
+        kep = selector()
+        kep["spec"]["ports"] = [{"name": "http", "port": target, "protocol": "TCP"}]
+        alias = selector()
+        alias["spec"]["ports"] = [{"name": "http", "targetPort": target, "protocol": "TCP"}]
+        both = selector()
+        both["spec"]["ports"] = [
+            {"name": "http", "port": target, "targetPort": target, "protocol": "TCP"}
+        ]
+        plans = [plan_endpoint_selector(b, pods, NODES, [], CONFIG) for b in (kep, alias, both)]
+        for plan in plans:
+            (created,) = plan.creates
+            assert created["ports"] == [{"name": "http", "port": 8080, "protocol": "TCP"}]
+            assert created["endpoints"][0]["addresses"] == ["10.0.0.1"]

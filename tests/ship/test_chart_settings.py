@@ -82,7 +82,7 @@ def test_non_default_values_reach_the_operator(tmp_path: Path) -> None:
         "write_endpoints": True,
         "max_endpoints_per_subset": 500,
         "endpoint_selectors": False,
-        "kep6116_labels": True,
+        "kep6116_labels": False,
         "multicluster": True,
         # The chart mounts each peer's Secret and passes the paths.
         "mcs_peers": [{"secretName": "peer-east"}, {"secretName": "peer-west", "key": "config"}],

@@ -26,7 +26,7 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
     },
     "namespaced": {"namespaces": ["team-a", "team-b"]},
     "resource-claims": {"rbac": {"resourceClaims": True}},
-    "no-endpoint-selectors": {"endpointSelectors": {"enabled": False}, "kep6116Labels": True},
+    "no-endpoint-selectors": {"endpointSelectors": {"enabled": False}, "kep6116Labels": False},
     "endpoint-selectors-crd-elsewhere": {"endpointSelectors": {"installCRD": False}},
     "monitors": {
         "metrics": {

@@ -42,6 +42,7 @@ __all__ = [
     "REASON_ACCEPTED",
     "REASON_DUPLICATE_PORT_NAME",
     "REASON_INVALID_IP_FAMILY",
+    "REASON_INVALID_NAME",
     "REASON_INVALID_PORT",
     "REASON_INVALID_SELECTOR",
     "REASON_UNKNOWN_PROTOCOL",
@@ -66,6 +67,9 @@ REASON_UNKNOWN_PROTOCOL = "UnknownProtocol"
 REASON_INVALID_PORT = "InvalidPort"
 REASON_INVALID_IP_FAMILY = "InvalidIPFamily"
 REASON_UNRESOLVED_PORT = "UnresolvedPort"
+REASON_INVALID_NAME = "InvalidName"
+"""A name longer than 63 characters: not a label value, and the slices carry it as one."""
+LABEL_VALUE_MAX = 63
 """``Ready=False``: a named port of ``spec.ports`` exists on no selected pod (the slices are
 published all the same, as kube-controller-manager would for such a Service)."""
 PROTOCOLS = ("TCP", "UDP", "SCTP")
@@ -88,12 +92,43 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def _target_problem(where: str, port: Mapping[str, Any]) -> str | None:
+    """What is wrong with a port's ``port`` (KEP-6116's field) or ``targetPort`` (its alias,
+    in a Service's spelling): both given and different, or neither a port number nor a
+    container port name."""
+    if "port" in port and "targetPort" in port and port["port"] != port["targetPort"]:
+        return (
+            f"{where}: port {port['port']!r} and its alias targetPort {port['targetPort']!r} "
+            "differ; give one of them"
+        )
+    field = "targetPort" if "targetPort" in port and "port" not in port else "port"
+    number = port.get(field)
+    if isinstance(number, bool) or not (
+        (isinstance(number, int) and 1 <= number <= 65535)
+        or (isinstance(number, str) and _IANA_SVC_NAME.match(number))
+    ):
+        return (
+            f"{where}.{field} {number!r} is neither a number from 1 to 65535 nor a "
+            "container port name"
+        )
+    return None
+
+
 def validate(body: Mapping[str, Any]) -> tuple[Selector | None, list[tuple[str, str]]]:
     """The parsed selector (None if unusable) and every problem of the spec, as
     ``(condition reason, message)``."""
     spec = _mapping(body.get("spec"))
     problems: list[tuple[str, str]] = []
     selector: Selector | None = None
+    name = _mapping(body.get("metadata")).get("name")
+    if isinstance(name, str) and len(name) > LABEL_VALUE_MAX:
+        problems.append(
+            (
+                REASON_INVALID_NAME,
+                f"metadata.name is {len(name)} characters long: the slices carry it as a label "
+                f"value, at most {LABEL_VALUE_MAX}",
+            )
+        )
     try:
         selector = from_label_selector(spec.get("selector"))
     except SelectorError as exc:
@@ -126,18 +161,9 @@ def validate(body: Mapping[str, Any]) -> tuple[Selector | None, list[tuple[str, 
                     f"{where}.protocol {protocol!r} is not one of {', '.join(PROTOCOLS)}",
                 )
             )
-        number = port.get("port")
-        if isinstance(number, bool) or not (
-            (isinstance(number, int) and 1 <= number <= 65535)
-            or (isinstance(number, str) and _IANA_SVC_NAME.match(number))
-        ):
-            problems.append(
-                (
-                    REASON_INVALID_PORT,
-                    f"{where}.port {number!r} is neither a number from 1 to 65535 nor a "
-                    "container port name",
-                )
-            )
+        port_problem = _target_problem(where, port)
+        if port_problem is not None:
+            problems.append((REASON_INVALID_PORT, port_problem))
         app_protocol = port.get("appProtocol")
         if app_protocol is not None and not isinstance(app_protocol, str):
             problems.append((REASON_INVALID_PORT, f"{where}.appProtocol must be a string"))

@@ -40,7 +40,7 @@ class EndpointSelectorSyncer:
         index: EndpointSelectorIndex,
         services: ServiceSyncer,
         *,
-        kep6116_labels: bool = False,
+        kep6116_labels: bool = True,
     ) -> None:
         self.index = index
         self.services = services

@@ -151,3 +151,31 @@ def test_only_the_ready_condition_is_read_and_a_new_status_gets_a_new_time() -> 
     assert ready["lastTransitionTime"] != old
     same = {**was_false, "status": "True", "reason": "Accepted"}
     assert status_patch(entry, {"observedGeneration": 1, "conditions": [same]}) is None
+
+
+def test_target_port_is_an_alias_of_port_and_both_must_agree() -> None:
+    """As the CRD's validation rules (1.25 and later): one of them, both equal, or refused;
+    the operator refuses the same for servers without CRD validation rules."""
+    assert _port_problems({"name": "a", "targetPort": "http"}) == []
+    assert _port_problems({"name": "a", "targetPort": 8080}) == []
+    assert _port_problems({"name": "a", "port": 8080, "targetPort": 8080}) == []
+    assert _port_problems({"name": "a", "port": "http", "targetPort": "http"}) == []
+    for port, target in ((8080, 8081), (8080, "8080"), ("http", 8080), ("http", "grpc")):
+        problems = _port_problems({"name": "a", "port": port, "targetPort": target})
+        assert [r for r, _ in problems] == ["InvalidPort"], (port, target)
+        assert "differ" in problems[0][1]
+    (problem,) = _port_problems({"name": "a", "targetPort": 0})
+    assert problem[0] == "InvalidPort" and "spec.ports[0].targetPort 0" in problem[1]
+    (problem,) = _port_problems({"name": "a"})
+    assert problem[0] == "InvalidPort" and "spec.ports[0].port None" in problem[1]
+
+
+def test_a_name_longer_than_a_label_value_is_refused() -> None:
+    """The slices carry the name as a label value (63 characters at most): the CRD's rule
+    refuses a longer one at admission (1.25 and later), the operator on older servers."""
+    spec = dict(GOOD)
+    assert validate({"metadata": {"name": "a" * 63}, "spec": spec})[1] == []
+    selector, problems = validate({"metadata": {"name": "a" * 64}, "spec": spec})
+    assert selector is None
+    assert [r for r, _ in problems] == ["InvalidName"]
+    assert "64 characters" in problems[0][1]
