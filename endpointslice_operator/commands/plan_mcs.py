@@ -38,6 +38,7 @@ from endpointslice_operator.reconciler.mcs import (
     derived_service,
     derived_service_change,
     derived_service_name,
+    endpoint_slice_objects,
     export_conditions,
     is_cluster_id,
     merge_conditions,
@@ -263,6 +264,7 @@ class _ImportPlan:
         clusters = set(resolution.clusters) | {
             str((_meta(s).get("labels") or {}).get(LABEL_SOURCE_CLUSTER)) for s in existing
         }
+        remaining = len(existing)
         for cluster in sorted(clusters):
             plan = plan_import_slices(
                 imported,
@@ -283,6 +285,8 @@ class _ImportPlan:
                     f"slices from {cluster}: create={len(plan.creates)} "
                     f"update={len(plan.updates)} delete={len(plan.deletes)}"
                 )
+            remaining += len(plan.creates) - len(plan.deletes)
+        self.import_status(resolution, imported, endpoint_slice_objects(range(remaining)))
 
     def _slice(self, body: Mapping[str, Any]) -> Mapping[str, Any] | None:
         name = _meta(body).get("name")
@@ -302,13 +306,11 @@ class _ImportPlan:
         status = desired.pop("status")
         if current is None:
             self.write("create", desired, None)
-            created = {**desired, "metadata": {**desired["metadata"], "uid": NEW_IMPORT_UID}}
-            self.write("status", {**desired, "status": status}, None)
-            return created
+            return {**desired, "metadata": {**desired["metadata"], "uid": NEW_IMPORT_UID}}
         if not _ours(current, self.managed_by):
             self.result.notes.append(f"ServiceImport {key[0]}/{key[1]} is not ours: left alone")
             return None
-        update, status_write = service_import_change(current, {**desired, "status": status})
+        update, _ = service_import_change(current, {**desired, "status": status})
         body = dict(current)
         if update:
             body["metadata"] = {
@@ -318,11 +320,18 @@ class _ImportPlan:
             }
             body["spec"] = desired["spec"]
             self.write("update", body, current)
-        if status_write:
-            before = dict(body)
-            body = {**body, "status": {**(current.get("status") or {}), **status}}
-            self.write("status", body, before)
         return body
+
+    def import_status(
+        self, resolution: ImportResolution, imported: Mapping[str, Any], presence: str
+    ) -> None:
+        """Mirrors ImportSyncer._import_status: after the slices, the import's status."""
+        desired = service_import(resolution, endpoint_slices=presence)
+        created = self.local.imports.get(self.key) is None
+        if not created and not service_import_change(imported, desired)[1]:
+            return
+        body = {**imported, "status": {**(imported.get("status") or {}), **desired["status"]}}
+        self.write("status", body, None if created else dict(imported))
 
     def ensure_derived(self, resolution: ImportResolution, imported: Mapping[str, Any]) -> None:
         key = self.key

@@ -37,6 +37,8 @@ __all__ = [
     "CONDITION_READY",
     "CONDITION_VALID",
     "CONFLICT_REASONS",
+    "ENDPOINT_SLICES_ABSENT",
+    "ENDPOINT_SLICES_PRESENT",
     "EXPORT_CONDITION_TYPES",
     "LABEL_MCS_SERVICE_NAME",
     "LABEL_SOURCE_CLUSTER",
@@ -70,6 +72,7 @@ __all__ = [
     "derived_service_change",
     "derived_service_name",
     "desired_from_source_slices",
+    "endpoint_slice_objects",
     "export_conditions",
     "import_slice_labels",
     "is_cluster_id",
@@ -99,6 +102,11 @@ ANNOTATION_DERIVED_SERVICE = "multicluster.kubernetes.io/derived-service"
 
 TYPE_CLUSTER_SET_IP = "ClusterSetIP"
 TYPE_HEADLESS = "Headless"
+
+ENDPOINT_SLICES_PRESENT = "Present"
+ENDPOINT_SLICES_ABSENT = "Absent"
+"""The values of a ServiceImport's ``status.endpointSliceObjects`` (KEP-1645, since
+kubernetes/enhancements PR #6037): whether imported EndpointSlices exist for it here."""
 
 CONDITION_VALID = "Valid"
 CONDITION_READY = "Ready"
@@ -474,14 +482,31 @@ def _derived_addresses(derived: Mapping[str, Any] | None) -> tuple[list[str], li
     return [ip for ip, _ in pairs], [family for _, family in pairs]
 
 
+def endpoint_slice_objects(imported_slices: Iterable[object]) -> str:
+    """A ServiceImport's ``status.endpointSliceObjects``: ``Present`` when this cluster holds
+    at least one imported EndpointSlice of the import (of any source cluster, whatever its
+    endpoints), ``Absent`` when it holds none.
+
+    The operator imports every source cluster's endpoints as slices, ClusterSetIP and Headless
+    alike, and writes no placeholder: a source whose Service has no endpoints has no imported
+    slice, so an import whose exporters all have none is ``Absent`` until one has an endpoint.
+    """
+    return ENDPOINT_SLICES_PRESENT if any(True for _ in imported_slices) else ENDPOINT_SLICES_ABSENT
+
+
 def service_import(
-    resolution: ImportResolution, derived: Mapping[str, Any] | None = None
+    resolution: ImportResolution,
+    derived: Mapping[str, Any] | None = None,
+    *,
+    endpoint_slices: str | None = None,
 ) -> dict[str, Any]:
     """The ServiceImport a cluster holds for ``resolution`` (metadata, spec and status).
 
     ``derived`` is the derived Service as read back from the server: for ``ClusterSetIP`` its
     ``clusterIPs`` become ``spec.ips`` and its ``ipFamilies`` ``spec.ipFamilies`` (so both have
     the same length; empty until the Service is allocated). A Headless import has no ips.
+    ``endpoint_slices`` (:func:`endpoint_slice_objects`) becomes
+    ``status.endpointSliceObjects``; ``None`` leaves it out (not compared, not written).
     """
     spec: dict[str, Any] = {
         "type": resolution.type,
@@ -503,6 +528,9 @@ def service_import(
         spec["trafficDistribution"] = resolution.traffic_distribution
     annotations = dict(resolution.annotations)
     annotations[ANNOTATION_DERIVED_SERVICE] = resolution.derived_name
+    status: dict[str, Any] = {"clusters": [{"cluster": cluster} for cluster in resolution.clusters]}
+    if endpoint_slices is not None:
+        status["endpointSliceObjects"] = endpoint_slices
     return {
         "apiVersion": MCS_API_VERSION,
         "kind": "ServiceImport",
@@ -513,7 +541,7 @@ def service_import(
             "annotations": annotations,
         },
         "spec": spec,
-        "status": {"clusters": [{"cluster": cluster} for cluster in resolution.clusters]},
+        "status": status,
     }
 
 
@@ -626,7 +654,8 @@ def service_import_change(
 ) -> tuple[bool, bool]:
     """What it takes to turn the stored ServiceImport ``current`` into ``desired`` (a
     :func:`service_import` with the managed-by label): (an update of its spec, labels and
-    annotations; a write of its ``status.clusters``)."""
+    annotations; a write of its ``status.clusters`` or, when ``desired`` has one, its
+    ``status.endpointSliceObjects``)."""
     old_meta = current.get("metadata")
     old_meta = old_meta if isinstance(old_meta, Mapping) else {}
     new_meta = desired["metadata"]
@@ -636,8 +665,13 @@ def service_import_change(
         or (old_meta.get("annotations") or {}) != new_meta["annotations"]
     )
     status = current.get("status")
-    clusters = status.get("clusters") if isinstance(status, Mapping) else None
-    return update, clusters != desired["status"]["clusters"]
+    status = status if isinstance(status, Mapping) else {}
+    wanted = desired["status"]
+    write = status.get("clusters") != wanted["clusters"] or (
+        "endpointSliceObjects" in wanted
+        and status.get("endpointSliceObjects") != wanted["endpointSliceObjects"]
+    )
+    return update, write
 
 
 def owned_by_import(obj: Mapping[str, Any], import_uid: str) -> bool:

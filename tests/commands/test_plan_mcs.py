@@ -122,19 +122,20 @@ def test_two_clusters_with_differing_ports_union_and_port_conflict_on_both(
         ) in found
     documents = writes(out)
     comments = [comment for comment, _ in documents]
-    assert comments[:3] == [
-        "# create serviceimport shop/web",
-        "# status serviceimport shop/web",
-        f"# create service shop/{DERIVED}",
-    ]
+    assert comments[:2] == ["# create serviceimport shop/web", f"# create service shop/{DERIVED}"]
+    # The import's status comes last, once its slices are written: they exist then.
+    assert comments[-1] == "# status serviceimport shop/web"
     created_import = documents[0][1]
     assert created_import["metadata"]["labels"][MANAGED_BY] == OURS
     assert [p["name"] for p in created_import["spec"]["ports"]] == ["http", "metrics"]
-    assert documents[1][1]["status"]["clusters"] == [{"cluster": "east"}, {"cluster": "west"}]
-    derived = documents[2][1]
+    assert documents[-1][1]["status"] == {
+        "clusters": [{"cluster": "east"}, {"cluster": "west"}],
+        "endpointSliceObjects": "Present",
+    }
+    derived = documents[1][1]
     assert derived["spec"]["type"] == "ClusterIP" and "clusterIP" not in derived["spec"]
-    slices = [body for comment, body in documents[3:]]
-    assert all(comment.startswith("# create shop/") for comment in comments[3:])
+    slices = [body for comment, body in documents[2:-1]]
+    assert all(comment.startswith("# create shop/") for comment in comments[2:-1])
     by_cluster = {
         s["metadata"]["labels"]["multicluster.kubernetes.io/source-cluster"]: s for s in slices
     }
@@ -188,7 +189,7 @@ def stored(documents: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
         "<uid of the new ServiceImport>", "import-uid"
     )
     bodies: list[dict[str, Any]] = json.loads(text)
-    service_import, status, derived, *slices = bodies
+    service_import, derived, *slices, status = bodies
     service_import["metadata"]["uid"] = "import-uid"
     service_import["status"] = status["status"]
     service_import["spec"]["ips"] = ["10.96.7.7"]
@@ -224,8 +225,8 @@ def test_an_import_already_right_is_no_write_and_a_gone_cluster_is_deleted(
     assert status == 0, err
     comments = [comment for comment, _ in writes(out)]
     assert comments == [
-        "# status serviceimport shop/web",
         "# delete shop/web-imported-1",
+        "# status serviceimport shop/web",
     ], comments
     assert "slices from west: create=0 update=0 delete=1" in notes(err)
     status, out, _ = run(capsys, "-f", str(existing), "--mcs-cluster", east, "-o", "diff")

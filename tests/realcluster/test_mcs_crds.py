@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from endpointslice_operator.testing import run_emulator
-from tests.realcluster.kube import Kube
+from tests.realcluster.kube import ApiFailure, Kube
 from tests.realcluster.mcs_crds import CRDS, crd_manifests, install_crds
 
 pytestmark = pytest.mark.realcluster
@@ -202,3 +202,33 @@ async def test_kubectl_columns_show_conditions_and_the_primary_ip(kube: Kube, ns
         assert [c["name"] for c in table["columnDefinitions"]] == columns
         (row,) = table["rows"]
         assert row["cells"][1:-1] == cells
+
+
+async def test_service_import_endpoint_slice_objects(kube: Kube, ns: str) -> None:
+    """``status.endpointSliceObjects`` (KEP-1645 after kubernetes/enhancements PR #6037, not in
+    mcs-api v0.5.0): kept by the server in both versions, ``Present`` or ``Absent`` only."""
+    await install_crds(kube)
+    body = {
+        "apiVersion": "multicluster.x-k8s.io/v1beta1",
+        "kind": "ServiceImport",
+        "metadata": {"name": "web", "namespace": ns},
+        "spec": {"type": "Headless", "ports": [{"port": 80, "protocol": "TCP"}]},
+    }
+    await kube.create(f"{MCS}/v1beta1/namespaces/{ns}/serviceimports", body)
+    path = f"{MCS}/v1beta1/namespaces/{ns}/serviceimports/web/status"
+    for value in ("Present", "Absent"):
+        status = {"clusters": [{"cluster": "east"}], "endpointSliceObjects": value}
+        written = await kube.request(
+            "PATCH", path, {"status": status}, content_type="application/merge-patch+json"
+        )
+        assert written["status"] == status
+        alpha = await kube.get(f"{MCS}/v1alpha1/namespaces/{ns}/serviceimports/web")
+        assert alpha["status"] == status
+    with pytest.raises(ApiFailure) as refused:
+        await kube.request(
+            "PATCH",
+            path,
+            {"status": {"endpointSliceObjects": "Partly"}},
+            content_type="application/merge-patch+json",
+        )
+    assert refused.value.status == 422, refused.value.body

@@ -53,6 +53,7 @@ from endpointslice_operator.reconciler.mcs import (
     derived_service,
     derived_service_change,
     derived_service_name,
+    endpoint_slice_objects,
     export_conditions,
     merge_conditions,
     owned_by_import,
@@ -246,6 +247,7 @@ class ImportSyncer:
             stale = self.local.imported_slices(key)
             if stale:
                 await self._write_slices(key, [], [], stale)
+            await self._import_status(key, resolution, imported)
             name = derived_service_name(*key)
             return f"Service {key[0]}/{name} (the derived Service's name) is not ours"
         imported = await self._ensure_import(key, resolution, derived) or imported
@@ -265,6 +267,7 @@ class ImportSyncer:
                 served_ports=resolution.cluster_ports.get(cluster, ()),
             )
             await self._write_slices(key, plan.creates, plan.updates, plan.deletes)
+        await self._import_status(key, resolution, imported)
         return None
 
     # -- ServiceImport ------------------------------------------------------------------------
@@ -275,6 +278,8 @@ class ImportSyncer:
         resolution: ImportResolution,
         derived: Mapping[str, Any] | None = None,
     ) -> Mapping[str, Any] | None:
+        """Create the ServiceImport, or update its spec, labels and annotations (its status is
+        :meth:`_import_status`'s, once the slices are written)."""
         current = self.local.imports.get(key)
         if derived is None and current is not None:
             derived = self.local.services.get((key[0], resolution.derived_name))
@@ -304,12 +309,23 @@ class ImportSyncer:
             }
             body["spec"] = desired["spec"]
             current = await self._replace_import(key, body)
-        if service_import_change(current, {**desired, "status": status})[1]:
-            body = dict(current)
-            body["status"] = {**(current.get("status") or {}), **status}
-            current = await self._put_status(self._imports, body, "serviceimports/status")
-            self.local.put_import(current)
         return current
+
+    async def _import_status(
+        self, key: Key, resolution: ImportResolution, imported: Mapping[str, Any]
+    ) -> None:
+        """Write the ServiceImport's ``status.clusters`` and ``status.endpointSliceObjects``
+        (whether this cluster holds imported slices of it, after this sync's slice writes)."""
+        current = self.local.imports.get(key) or imported
+        presence = endpoint_slice_objects(self.local.imported_slices(key))
+        desired = service_import(resolution, endpoint_slices=presence)
+        desired["metadata"]["labels"][LABEL_MANAGED_BY] = self.managed_by
+        if not service_import_change(current, desired)[1]:
+            return
+        body = dict(current)
+        body["status"] = {**(current.get("status") or {}), **desired["status"]}
+        written = await self._put_status(self._imports, body, "serviceimports/status")
+        self.local.put_import(written)
 
     async def _replace_import(self, key: Key, body: Mapping[str, Any]) -> Mapping[str, Any]:
         await spend(self.budget)

@@ -317,7 +317,11 @@ async def test_a_port_change_updates_the_import_and_the_derived_service_in_place
         await w.sync()
         imported = w.imported()
         assert imported is not None
-        assert imported["status"] == {"clusters": [{"cluster": "west"}], "note": "kept"}
+        assert imported["status"] == {
+            "clusters": [{"cluster": "west"}],
+            "endpointSliceObjects": "Present",
+            "note": "kept",
+        }
 
 
 async def test_a_headless_change_replaces_the_derived_service() -> None:
