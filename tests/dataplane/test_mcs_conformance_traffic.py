@@ -43,7 +43,7 @@ from tests.realcluster.mcs_clusters import (
 from tests.realcluster.mcs_crds import install_crds
 from tests.realcluster.operator_process import running
 
-pytestmark = pytest.mark.dataplane
+pytestmark = [pytest.mark.dataplane, pytest.mark.usefixtures("proxy_mode")]
 
 RULES_SECONDS = 90.0
 HELLO = "hello"
