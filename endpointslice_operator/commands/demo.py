@@ -3,8 +3,10 @@
 Three simulated nodes in three zones, the example application (``deploy/examples/web.yaml``),
 then the EndpointSlices and Endpoints it writes as a pod turns not-ready, the Deployment scales
 to 120 pods (across the 100-per-slice boundary) and a hand-made Endpoints object is mirrored,
-each step with the writes it cost. ``--keep-running`` leaves it up for kubectl. The operator's
-flags apply too; ``--kubeconfig``, leader election and the metrics port are the demo's own.
+each step with the writes it cost. The emulator serves the EndpointSelector CRD, as a cluster
+installed as README.md says (``deploy/crds/`` first). ``--keep-running`` leaves it up for
+kubectl. The operator's flags apply too; ``--kubeconfig``, leader election and the metrics port
+are the demo's own.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ ENDPOINT_ROWS = 12
 """Slices with at most this many endpoints are printed endpoint by endpoint."""
 ENABLED_ANNOTATION = "endpointslice-operator.io/enabled"
 SELECTOR_ANNOTATION = "endpointslice-operator.io/selector"
+ENDPOINT_SELECTOR_GROUP = "endpointslice-operator.io"
+"""The EndpointSelector CRD's API group (deploy/crds/endpointselectors...yaml)."""
 
 
 def _deployment(replicas: int) -> dict[str, Any]:
@@ -166,6 +170,20 @@ def _yes(value: object) -> str:
     return "yes" if value else "no"
 
 
+UNSET_NOTE = "  (-: not set; kube-proxy reads an unset ready or serving as yes, terminating as no)"
+
+
+def _count(conditions: list[dict[str, Any]], name: str) -> str:
+    """A slice's summary of one condition, as its endpoint rows show it: how many say yes;
+    ``-`` when none sets it; ``N (M -)`` when M of them leave it unset."""
+    values = [c.get(name) for c in conditions]
+    unset = sum(1 for v in values if v is None)
+    if values and unset == len(values):
+        return "-"
+    yes = str(sum(1 for v in values if v))
+    return f"{yes} ({unset} -)" if unset else yes
+
+
 def _table(rows: list[list[str]]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join(
@@ -191,9 +209,9 @@ def render_slices(slices: list[dict[str, Any]]) -> str:
                 s["addressType"],
                 ports or "<none>",
                 str(len(endpoints)),
-                str(sum(1 for c in conditions if c.get("ready"))),
-                str(sum(1 for c in conditions if c.get("serving"))),
-                str(sum(1 for c in conditions if c.get("terminating"))),
+                _count(conditions, "ready"),
+                _count(conditions, "serving"),
+                _count(conditions, "terminating"),
             ]
         )
         if len(endpoints) <= ENDPOINT_ROWS:
@@ -210,7 +228,8 @@ def render_slices(slices: list[dict[str, Any]]) -> str:
                         ep.get("zone") or "",
                     ]
                 )
-            details.append(f"{s['metadata']['name']}:\n{_table(ep_rows)}")
+            note = f"\n{UNSET_NOTE}" if any("-" in row[2:5] for row in ep_rows[1:]) else ""
+            details.append(f"{s['metadata']['name']}:\n{_table(ep_rows)}{note}")
         else:
             zones: dict[str, int] = {}
             for ep in endpoints:
@@ -302,6 +321,9 @@ async def run_demo(
     async with run_emulator(
         nodes=NODE_COUNT, pod_start_delay=POD_START_DELAY, kubeconfig_path=kubeconfig
     ) as emu:
+        # The cluster as README.md installs the operator: the EndpointSelector CRD applied
+        # first (deploy/crds/), so the operator serves the kind as it would there.
+        emu.store.registry.unserved.discard(ENDPOINT_SELECTOR_GROUP)
         emu.store.create_namespace(NAMESPACE)
         emu.store.create(_service(settings.annotation_prefix))
         emu.store.create(_deployment(5))

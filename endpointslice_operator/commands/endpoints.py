@@ -169,6 +169,16 @@ def render_table(changes: list[Change], *, cluster: bool = False) -> str:
     return _table([header, *rows])
 
 
+def view_hint(annotation_prefix: str) -> str:
+    """The line printed when a view without --service or --selector is empty."""
+    annotation = view_annotation(annotation_prefix)
+    return (
+        f"{PROG}: without --service or --selector, only Services annotated "
+        f'{annotation}: "true" are shown: kubectl annotate service NAME {annotation}=true, '
+        "or pass --service NAME or --selector LABELS"
+    )
+
+
 def _emit(line: str) -> None:
     sys.stdout.write(line)
     sys.stdout.flush()
@@ -240,6 +250,8 @@ async def _run(
                         else:
                             rows = [header, *rows]
                         _emit(_table(rows) if len(rows) > 1 else "No endpoints.\n")
+                        if len(rows) == 1 and not named and args.selector is None:
+                            sys.stderr.write(view_hint(annotation_prefix) + "\n")
                     if not args.watch:
                         break
         finally:

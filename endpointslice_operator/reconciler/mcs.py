@@ -421,24 +421,36 @@ def resolve_import(exports: Iterable[ExportedService]) -> ImportResolution | Non
         raise ValueError("resolve_import takes the exports of one Service")
     ports, cluster_ports = _merge_ports(ordered)
     conflicts: list[str] = []
-    words: list[str] = []
+    sentences: list[str] = []
     differing_ports = sorted(
         e.cluster for e in ordered if frozenset(e.ports) != frozenset(oldest.ports)
     )
     if differing_ports:
         conflicts.append(REASON_PORT_CONFLICT)
-        words.append(f"ports of {', '.join(differing_ports)} differ from {oldest.cluster}'s")
+        left_out = "".join(
+            f"; {e.cluster}'s {'/'.join(str(x) for x in (p.name, p.protocol, p.port) if x)} is "
+            f"left out, its name or protocol and number being taken, and {e.cluster} does not "
+            "serve it"
+            for e in ordered
+            for p in e.ports
+            if p.name not in cluster_ports[e.cluster]
+        )
+        sentences.append(
+            f"ports of {', '.join(differing_ports)} differ from {oldest.cluster}'s: the import "
+            f"has the union of the ports (merged by name, oldest export first{left_out})"
+        )
+    words: list[str] = []
     for attribute, reason, label in _COMPARED:
         decided = getattr(oldest, attribute)
         differing = sorted(e.cluster for e in ordered if getattr(e, attribute) != decided)
         if differing:
             conflicts.append(reason)
             words.append(f"{label} of {', '.join(differing)} differ from {oldest.cluster}'s")
-    message = (
-        f"{'; '.join(words)}: the oldest export (cluster {oldest.cluster}) decides"
-        if words
-        else f"the exports of {len(ordered)} cluster(s) agree"
-    )
+    if words:
+        sentences.append(
+            f"{'; '.join(words)}: the oldest export (cluster {oldest.cluster}) decides"
+        )
+    message = "; ".join(sentences) or f"the exports of {len(ordered)} cluster(s) agree"
     return ImportResolution(
         namespace=oldest.namespace,
         name=oldest.name,

@@ -108,13 +108,12 @@ def test_two_clusters_with_differing_ports_union_and_port_conflict_on_both(
     )  # fmt: skip
     assert status == 0, err
     found = notes(err)
-    assert any(
-        n.startswith(
-            "import ClusterSetIP, ports [http/TCP/80, metrics/TCP/90], clusters [east, west], "
-            "conflict PortConflict: "
-        )
-        for n in found
-    ), found
+    # As docs/plan-command.md shows it: the ports are the union, not the oldest export's.
+    assert (
+        "import ClusterSetIP, ports [http/TCP/80, metrics/TCP/90], clusters [east, west], "
+        "conflict PortConflict: ports of west differ from east's: the import has the union of "
+        "the ports (merged by name, oldest export first)"
+    ) in found, found
     for name in ("east", "west"):
         assert (
             f"ServiceExport of {name}: Valid=True/Valid, Ready=True/Ready, "

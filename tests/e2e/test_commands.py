@@ -30,7 +30,10 @@ from tests.e2e.harness import (
 
 def test_demo_runs_and_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
     assert demo.main([]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    # The emulator serves the EndpointSelector CRD, as a cluster installed by the README
+    # (deploy/crds/ applied first): the operator has nothing to warn about.
+    assert "WARNING" not in err and "not served" not in err, err
     steps = out.split("=== ")
     assert "5 ready pods" in steps[1] and "1 create (POST)" in steps[1]
     assert "no longer ready" in steps[2]
@@ -43,6 +46,36 @@ def test_demo_runs_and_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
     assert "Endpoints demo/web (core/v1): 119 ready, 1 not ready" in steps[3]
     assert "source: endpoints" in steps[4]
     assert "192.0.2.12" in steps[4] and "1 create (POST)" in steps[4]
+    # The mirrored endpoints set only `ready`: the slice's summary says `-` for serving and
+    # terminating as each endpoint row does, not 0.
+    (summary,) = [line.split() for line in steps[4].splitlines() if " IPv4 " in line]
+    assert summary[-4:] == ["3", "2", "-", "-"], summary
+    assert "(-: not set; kube-proxy reads an unset ready or serving as yes" in steps[4]
+
+
+def test_the_slice_summary_counts_as_the_endpoint_rows_show() -> None:
+    def endpoint(ip: str, **conditions: bool) -> dict[str, object]:
+        return {"addresses": [ip], "conditions": conditions}
+
+    table = demo.render_slices(
+        [
+            {
+                "metadata": {"name": "web-1"},
+                "addressType": "IPv4",
+                "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+                "endpoints": [
+                    endpoint("10.0.0.1", ready=True, serving=True, terminating=False),
+                    endpoint("10.0.0.2", ready=False),
+                    endpoint("10.0.0.3", ready=True, serving=True),
+                ],
+            }
+        ]
+    )
+    header, summary = table.splitlines()[:2]
+    assert header.split()[-3:] == ["READY", "SERVING", "TERMINATING"]
+    cells = summary.split("  ")
+    assert [c.strip() for c in cells if c.strip()][-3:] == ["2", "2 (1 -)", "0 (2 -)"], summary
+    assert table.count("(-: not set;") == 1
 
 
 def test_demo_takes_the_operators_flags(capsys: pytest.CaptureFixture[str]) -> None:

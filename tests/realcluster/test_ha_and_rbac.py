@@ -269,3 +269,45 @@ async def test_a_lease_refused_by_rbac_is_named_once_with_what_to_set(
             if not item["metadata"].get("namespace"):
                 await kube.delete(f"{path_of(item)}/{item['metadata']['name']}")
         await kube.delete(f"/api/v1/namespaces/{elsewhere}")
+
+
+async def test_endpoints_refused_by_the_default_rbac_name_the_chart_value(
+    cluster: Cluster, kube: Kube, ns: str, log_dir: Path
+) -> None:
+    """Issue 33: a Service asking for an Endpoints object (``<prefix>/endpoints: "true"``)
+    under the chart's default RBAC (get/list/watch on Endpoints only): the API server refuses
+    the create, and the Warning Event and the log say what to set (``endpoints.write``),
+    beside the server's own words. The slices are published all the same."""
+    if cluster.plane is None:
+        pytest.skip("needs the fixture's control plane to mint a ServiceAccount token")
+    release = f"eso-{secrets.token_hex(3)}"
+    created = []
+    try:
+        for item in rbac_objects(release, ns):
+            await kube.create(path_of(item), item)
+            created.append(item)
+        (account,) = [i for i in created if i["kind"] == "ServiceAccount"]
+        _, kubeconfig = cluster.plane.service_account_token(ns, account["metadata"]["name"])
+        await o.node(kube, "node-a", "zone-a")
+        annotations = {o.SELECTOR: "app=web", "endpointslice-operator.io/endpoints": "true"}
+        await o.service(kube, ns, "web", annotations=annotations)
+        await o.pod(kube, ns, "web-0", "10.1.0.1")
+        async with running(
+            kubeconfig, log_dir / "operator.log", "--lease-namespace", ns, leader_election=True
+        ) as operator:
+
+            async def warned() -> dict[str, Any]:
+                events = await kube.events(ns, "FailedToCreateEndpoint")
+                assert events, operator.log()[-3000:]
+                return events[-1]
+
+            event = await eventually(warned, timeout=60)
+            assert event["type"] == "Warning"
+            assert 'cannot create resource "endpoints"' in event["message"], event["message"]
+            assert "set the chart value endpoints.write=true" in event["message"]
+            assert "set the chart value endpoints.write=true" in operator.log()
+            await eventually(lambda: published(kube, ns, {"10.1.0.1"}), timeout=60)
+    finally:
+        for item in reversed(created):
+            if not item["metadata"].get("namespace"):
+                await kube.delete(f"{path_of(item)}/{item['metadata']['name']}")

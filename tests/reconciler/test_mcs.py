@@ -243,7 +243,31 @@ def test_conflicting_port_number_the_oldest_wins() -> None:
     assert resolution.conflict_reason == "PortConflict"
     # c1's http is another port: its traffic goes only to c2.
     assert resolution.cluster_ports == {"c2": frozenset({"http"}), "c1": frozenset()}
-    assert "c1" in resolution.conflict_message and "c2" in resolution.conflict_message
+    # The message says what happens to the ports: the union, not the oldest export's.
+    assert resolution.conflict_message == (
+        "ports of c1 differ from c2's: the import has the union of the ports (merged by name, "
+        "oldest export first; c1's http/TCP/81 is left out, its name or protocol and number "
+        "being taken, and c1 does not serve it)"
+    )
+
+
+def test_the_conflict_message_says_the_ports_are_the_union_and_the_rest_the_oldests() -> None:
+    first = exported("c1", "2026-01-01T00:00:00Z")
+    second = exported(
+        "c2",
+        "2026-01-02T00:00:00Z",
+        ports=[{"name": "http", "port": 80}, {"name": "metrics", "port": 9090}],
+        sessionAffinity="ClientIP",
+    )
+    resolution = resolve_import([first, second])
+    assert resolution is not None
+    assert resolution.ports == (ImportPort("http", "TCP", 80), ImportPort("metrics", "TCP", 9090))
+    assert resolution.conflicts == ("PortConflict", "SessionAffinityConflict")
+    assert resolution.conflict_message == (
+        "ports of c2 differ from c1's: the import has the union of the ports (merged by name, "
+        "oldest export first); session affinity of c2 differ from c1's: the oldest export "
+        "(cluster c1) decides"
+    )
 
 
 def test_port_taken_under_another_name_and_unnamed_ports() -> None:

@@ -222,6 +222,37 @@ def _with_context_namespace(emu: Emulator, tmp_path: Path, namespace: str) -> st
     return str(path)
 
 
+async def test_an_empty_view_without_arguments_says_how_to_put_a_service_in_it() -> None:
+    """Without --service or --selector only Services annotated <prefix>/view are shown: an
+    empty table then says so in one line on stderr, with the command that opts one in."""
+    async with run_emulator() as emu:
+        emu.store.create_namespace(NS)
+        emu.store.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": "plain", "namespace": NS},
+                "spec": {"ports": [{"name": "http", "port": 80}]},
+            }
+        )
+        hint = (
+            "endpointslice-operator endpoints: without --service or --selector, only Services "
+            'annotated endpointslice-operator.io/view: "true" are shown: kubectl annotate '
+            "service NAME endpointslice-operator.io/view=true, or pass --service NAME or "
+            "--selector LABELS\n"
+        )
+        kubeconfig = str(emu.kubeconfig_path)
+        assert await run_cli("--kubeconfig", kubeconfig, "-n", NS) == (0, "No endpoints.\n", hint)
+        prefixed = await run_cli("--kubeconfig", kubeconfig, "--annotation-prefix", "x.io")
+        assert prefixed[2] == hint.replace("endpointslice-operator.io/view", "x.io/view")
+        # Named, the empty view is the answer: no hint.
+        assert await run_cli("--kubeconfig", kubeconfig, "-n", NS, "--service", "plain") == (
+            0,
+            "No endpoints.\n",
+            "",
+        )
+
+
 def _rows(out: str) -> list[tuple[str, str]]:
     return [(row.split()[0], row.split()[3]) for row in out.splitlines()[1:]]
 

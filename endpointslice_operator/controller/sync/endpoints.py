@@ -186,10 +186,23 @@ class EndpointsSyncer:
             if exc.conflict:
                 # Changed meanwhile (the precondition failed): look again on the retry.
                 raise EndpointsSyncError(f"Endpoints {key} changed; retrying") from exc
-            raise EndpointsSyncError(f"failed to delete Endpoints {key}: {exc}") from exc
+            raise EndpointsSyncError(
+                f"failed to delete Endpoints {key}: {exc}{self._rbac_hint(exc)}"
+            ) from exc
         self.writes += 1
         self.index.remove(existing)
         log.info("Deleted Endpoints %s", key)
+
+    @staticmethod
+    def _rbac_hint(exc: ApiError) -> str:
+        """What to change when the operator may not write Endpoints (the chart grants only
+        get/list/watch on them unless ``endpoints.write`` is set)."""
+        if exc.status != 403:
+            return ""
+        return (
+            " (the operator may not write Endpoints: set the chart value endpoints.write=true, "
+            "or grant its ServiceAccount create, update and delete on endpoints)"
+        )
 
     async def _write_failed(
         self, key: str, action: str, endpoints: Mapping[str, Any], exc: ApiError
@@ -198,18 +211,19 @@ class EndpointsSyncer:
         metadata = endpoints.get("metadata")
         uid = metadata.get("uid") if isinstance(metadata, Mapping) else None
         ref = _endpoints_ref(namespace, name, uid if isinstance(uid, str) else "")
+        hint = self._rbac_hint(exc)
         if action == "create":
             await self.recorder.record(
                 ref,
                 WARNING,
                 REASON_FAILED_TO_CREATE,
-                f"Failed to create endpoint for service {namespace}/{name}: {exc}",
+                f"Failed to create endpoint for service {namespace}/{name}: {exc}{hint}",
             )
         else:
             await self.recorder.record(
                 ref,
                 WARNING,
                 REASON_FAILED_TO_UPDATE,
-                f"Failed to update endpoint {namespace}/{name}: {exc}",
+                f"Failed to update endpoint {namespace}/{name}: {exc}{hint}",
             )
-        raise EndpointsSyncError(f"failed to {action} Endpoints {key}: {exc}") from exc
+        raise EndpointsSyncError(f"failed to {action} Endpoints {key}: {exc}{hint}") from exc
