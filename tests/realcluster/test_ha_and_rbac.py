@@ -7,6 +7,7 @@ import asyncio
 import re
 import secrets
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,72 @@ async def test_two_replicas_one_leader_and_failover_after_kill_9(
             )
             assert lease["spec"]["holderIdentity"] != holder
             assert int(lease["spec"].get("leaseTransitions") or 0) >= 1
+
+
+async def test_two_operators_of_one_managed_by_with_leases_in_two_namespaces_one_writes(
+    kube: Kube, ns: str, log_dir: Path
+) -> None:
+    """The chart's pod (Lease in its namespace) and `make run` on a workstation (Lease in
+    `default`): one leads the cluster, the other says why and what to change, and takes over
+    within a lease period when the leader dies."""
+    other = f"{ns[:50]}-ws"
+    await kube.create(
+        "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}}
+    )
+    try:
+        await o.node(kube, "node-a", "zone-a")
+        await o.service(kube, ns, "web", annotations={o.SELECTOR: "app=web"})
+        await o.pod(kube, ns, "web-0", "10.1.0.1")
+        first = ("--namespace", ns, "--lease-namespace", ns)
+        second = ("--namespace", ns, "--lease-namespace", other)
+        async with running(kube.kubeconfig, log_dir / "a.log", *first, leader_election=True) as a:
+            await eventually(lambda: published(kube, ns, {"10.1.0.1"}), timeout=60)
+            async with running(
+                kube.kubeconfig, log_dir / "b.log", *second, leader_election=True
+            ) as b:
+
+                async def b_stands_by() -> bool:
+                    assert "Not leading" in b.log(), b.log()[-2000:]
+                    assert await b.metric("endpointslice_operator_leader_deferred") == 1
+                    return True
+
+                await eventually(b_stands_by, timeout=60)
+                await o.pod(kube, ns, "web-1", "10.1.0.2")
+                await eventually(lambda: published(kube, ns, {"10.1.0.1", "10.1.0.2"}), timeout=60)
+                assert await leaders(a, b) == [a]
+                assert await b.metric(r"endpoint_slice_controller_changes\{.*\}") == 0
+                said = [line for line in b.log().splitlines() if "Not leading" in line]
+                assert len(said) == 1, said
+                assert f"Lease {ns}/endpointslice-operator" in said[0]
+                assert "--managed-by" in said[0] and f"--lease-namespace {ns}" in said[0]
+                lease = await kube.get(
+                    f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/endpointslice-operator"
+                )
+                assert lease["metadata"]["labels"] == {
+                    "endpointslice.kubernetes.io/managed-by": "endpointslice-operator.io"
+                }
+
+                await a.kill()  # no release: the other waits for the Lease to expire
+                killed = time.monotonic()
+                await o.pod(kube, ns, "web-2", "10.1.0.3")
+
+                async def took_over() -> bool:
+                    assert await b.metric(LEADER) == 1
+                    return True
+
+                await eventually(took_over, timeout=60)
+                # The lease duration (15 s) from the last renewal seen, the standby's next
+                # retry (up to 4.4 s), its own Lease taken and checked, the first scrape.
+                took = time.monotonic() - killed
+                print(f"takeover after kill -9 of the other namespace's leader: {took:.1f} s")
+                assert took <= 15 + 2 * 2.2 + 10, took
+                assert await b.metric("endpointslice_operator_leader_deferred") == 0
+                await eventually(
+                    lambda: published(kube, ns, {"10.1.0.1", "10.1.0.2", "10.1.0.3"}),
+                    timeout=60,
+                )
+    finally:
+        await kube.delete(f"/api/v1/namespaces/{other}")
 
 
 RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
