@@ -16,6 +16,7 @@ import pytest
 from scripts.render_manifests import render_objects
 from tests.realcluster import objects as o
 from tests.realcluster.conftest import Cluster
+from tests.realcluster.deadline import slowdown
 from tests.realcluster.kube import Kube, eventually
 from tests.realcluster.operator_process import OperatorProcess, running
 
@@ -124,11 +125,12 @@ async def test_two_operators_of_one_managed_by_with_leases_in_two_namespaces_one
                     return True
 
                 await eventually(took_over, timeout=60)
-                # The lease duration (15 s) from the last renewal seen, the standby's next
-                # retry (up to 4.4 s), its own Lease taken and checked, the first scrape.
+                # The lease duration (15 s) from the last change the standby saw (up to one of
+                # its retries, 4.4 s, after the last renewal), its next retry (4.4 s), its own
+                # Lease taken and checked and the first scrape (slack that grows with the load).
                 took = time.monotonic() - killed
                 print(f"takeover after kill -9 of the other namespace's leader: {took:.1f} s")
-                assert took <= 15 + 2 * 2.2 + 10, took
+                assert took <= 15 + 2 * 2 * 2.2 + 5 * slowdown(), took
                 assert await b.metric("endpointslice_operator_leader_deferred") == 0
                 await eventually(
                     lambda: published(kube, ns, {"10.1.0.1", "10.1.0.2", "10.1.0.3"}),
@@ -211,6 +213,42 @@ async def test_the_operator_runs_under_the_charts_rbac_and_nothing_more(
             # And what it needs, it has.
             status, _ = await restricted.status_of("GET", "/api/v1/pods?limit=1")
             assert status == 200
+    finally:
+        for item in reversed(created):
+            if not item["metadata"].get("namespace"):
+                await kube.delete(f"{path_of(item)}/{item['metadata']['name']}")
+
+
+async def test_without_the_right_to_list_leases_it_says_so_once_and_elects_on_its_own_lease(
+    cluster: Cluster, kube: Kube, ns: str, log_dir: Path
+) -> None:
+    """The chart's RBAC but its read-only `<fullname>-leases` ClusterRole (an older chart, or
+    RBAC made by hand): one warning names the missing rule, and the operator still leads."""
+    if cluster.plane is None:
+        pytest.skip("needs the fixture's control plane to mint a ServiceAccount token")
+    release = f"eso-{secrets.token_hex(3)}"
+    created = []
+    try:
+        for item in rbac_objects(release, ns):
+            if item["metadata"]["name"].endswith("-leases"):
+                continue
+            await kube.create(path_of(item), item)
+            created.append(item)
+        (account,) = [i for i in created if i["kind"] == "ServiceAccount"]
+        _, kubeconfig = cluster.plane.service_account_token(ns, account["metadata"]["name"])
+        await o.node(kube, "node-a", "zone-a")
+        await o.service(kube, ns, "web", annotations={o.SELECTOR: "app=web"})
+        await o.pod(kube, ns, "web-0", "10.1.0.1")
+        async with running(
+            kubeconfig, log_dir / "operator.log", "--lease-namespace", ns, leader_election=True
+        ) as operator:
+            await eventually(lambda: published(kube, ns, {"10.1.0.1"}), timeout=60)
+            assert await operator.metric(LEADER) == 1
+            await asyncio.sleep(10)  # a few renewals, each listing again
+            said = [line for line in operator.log().splitlines() if "Cannot list Leases" in line]
+            assert len(said) == 1, said
+            assert " WARNING " in said[0] and "(403" in said[0]
+            assert "Grant list on coordination.k8s.io leases cluster-wide" in said[0]
     finally:
         for item in reversed(created):
             if not item["metadata"].get("namespace"):

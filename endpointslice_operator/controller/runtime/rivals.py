@@ -78,10 +78,9 @@ class RivalLeases:
                     "Cannot list Leases in all namespaces (403 %s): another operator with "
                     "--managed-by %s leading through a Lease in another namespace would not "
                     "be seen, and both would write. Grant list on coordination.k8s.io leases "
-                    "cluster-wide (a ClusterRole; the chart's %s-leases does)",
+                    "cluster-wide (a ClusterRole; the chart's <fullname>-leases does)",
                     exc.reason,
                     self.managed_by,
-                    self._own[1],
                 )
             return []
         if self._forbidden_said:
