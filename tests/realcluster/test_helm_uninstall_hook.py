@@ -10,6 +10,7 @@ its timeout, and nothing of the hook is left.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import time
 from collections.abc import Iterator
@@ -49,6 +50,7 @@ def plane_with_jobs() -> Iterator[ControlPlane]:
         yield plane
     finally:
         plane.stop()
+        shutil.rmtree(plane.workdir, ignore_errors=True)
 
 
 async def hook_objects(kube: Kube) -> list[str]:
