@@ -125,10 +125,22 @@ def render_objects(
     name: str = RELEASE_NAME,
     namespace: str = RELEASE_NAMESPACE,
 ) -> list[dict[str, Any]]:
-    """The rendered objects, parsed, in install order."""
-    return [
-        yaml.safe_load(text) for _, text in render_documents(values, name=name, namespace=namespace)
-    ]
+    """The rendered objects, parsed, in install order; a ``List`` (the uninstall hook, one
+    hook of several objects) stands for its items, each given the List's annotations."""
+    objects: list[dict[str, Any]] = []
+    for _, text in render_documents(values, name=name, namespace=namespace):
+        obj = yaml.safe_load(text)
+        if obj.get("kind") == "List":
+            annotations = obj["metadata"].get("annotations") or {}
+            for item in obj.get("items") or ():
+                item["metadata"]["annotations"] = {
+                    **annotations,
+                    **(item["metadata"].get("annotations") or {}),
+                }
+                objects.append(item)
+        else:
+            objects.append(obj)
+    return objects
 
 
 def render_notes(values: Mapping[str, Any] | None = None) -> str:

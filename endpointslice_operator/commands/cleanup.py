@@ -2,10 +2,10 @@
 
 Only objects labelled ``endpointslice.kubernetes.io/managed-by: <--managed-by>`` are chosen,
 each delete with a uid precondition: slices first, then Endpoints. Imported MCS slices,
-derived Services and ServiceImports only with ``--multicluster`` (else the kept count is
-reported). A Lease held by a live holder means the operator still runs: a warning names it and
-the deletion goes ahead; otherwise the Lease is deleted too. ``--wait-for-operator`` first waits
-for its release (the chart's post-delete hook). See docs/operations.md.
+derived Services, ServiceImports and the per-peer Leases only with ``--multicluster`` (else the
+kept count is reported). A Lease held by a live holder means the operator still runs: a warning
+names it and the deletion goes ahead; otherwise the Lease is deleted too. ``--wait-for-operator``
+first waits for its release (the chart's post-delete hook). See docs/operations.md.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ __all__ = [
     "cleanup_endpoints",
     "cleanup_imports",
     "cleanup_lease",
+    "cleanup_peer_leases",
     "count_imported",
     "main",
 ]
@@ -96,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also delete the Multi-Cluster Services import side of ours: imported "
         "EndpointSlices (label multicluster.kubernetes.io/source-cluster), derived Services and "
-        "ServiceImports (default: kept)",
+        "ServiceImports, and the per-peer Leases (default: kept)",
     )
     return parser
 
@@ -184,6 +185,63 @@ async def cleanup_lease(settings: Settings, *, dry_run: bool = False) -> list[st
         except (TimeoutError, OSError):
             pass
     return gone
+
+
+async def cleanup_peer_leases(
+    settings: Settings, *, dry_run: bool = False
+) -> tuple[list[str], str | None]:
+    """``--multicluster``: delete (or list) the per-peer Leases of ours: named ``<--lease-name>-
+    mcs-<cluster id>``, labelled ``<annotation prefix>/mcs-peer=true``, in ``--lease-namespace``
+    (else in any namespace), but where a live holder has the leader-election Lease (the
+    operator runs there and would renew them). ``<namespace>/<name>`` of each, and why none
+    could be (a refusal of the API server), if so."""
+    now = datetime.now(UTC)
+    configuration = await load_client_configuration(settings)
+    label = f"{settings.annotation_prefix}/mcs-peer=true"
+    prefix = f"{settings.lease_name}-mcs-"
+    gone: list[str] = []
+    async with client.ApiClient(configuration) as api_client:
+        api = client.CoordinationV1Api(api_client)
+        try:
+            running = {
+                lease.metadata.namespace
+                for lease in await _leases(api, settings)
+                if _live_holder(lease, now) is not None
+            }
+            if settings.lease_namespace:
+                page = await api.list_namespaced_lease(
+                    settings.lease_namespace, label_selector=label, _request_timeout=10
+                )
+            else:
+                page = await api.list_lease_for_all_namespaces(
+                    label_selector=label, _request_timeout=10
+                )
+            for lease in page.items:
+                name, namespace = lease.metadata.name, lease.metadata.namespace
+                if not name.startswith(prefix) or namespace in running:
+                    continue
+                if not dry_run:
+                    body = client.V1DeleteOptions(
+                        preconditions=client.V1Preconditions(uid=lease.metadata.uid)
+                    )
+                    try:
+                        await api.delete_namespaced_lease(name, namespace, body=body)
+                    except ApiException as exc:
+                        if exc.status not in (404, 409):  # gone, or another one meanwhile
+                            raise
+                        continue
+                gone.append(f"{namespace}/{name}")
+        except ApiException as exc:
+            if exc.status != 403:
+                raise
+            where = settings.lease_namespace or "any namespace"
+            return gone, (
+                f"the per-peer Leases were left: forbidden (403) to list or delete Leases in "
+                f"{where} ({exc.reason}); grant list and delete on coordination.k8s.io leases "
+                "there, or delete the Leases labelled "
+                f"{label} named {prefix}<cluster id> by hand"
+            )
+    return gone, None
 
 
 @dataclass(frozen=True)
@@ -386,8 +444,12 @@ def main(argv: Sequence[str]) -> int:
             # its retry period.
             time.sleep(LEASE_RETRY_SECONDS)
             leases += asyncio.run(cleanup_lease(settings))
+        peers: list[str] = []
         if args.multicluster:
             imports = asyncio.run(cleanup_imports(settings, dry_run=args.dry_run))
+            peers, refused = asyncio.run(cleanup_peer_leases(settings, dry_run=args.dry_run))
+            if refused:
+                sys.stderr.write(f"{PROG}: warning: {refused}\n")
             kept = 0
         else:
             imports, kept = 0, asyncio.run(count_imported(settings))
@@ -400,6 +462,8 @@ def main(argv: Sequence[str]) -> int:
     verb = "would delete" if args.dry_run else "deleted"
     for lease in leases:
         sys.stdout.write(f"{verb} the leader-election Lease {lease} (no live holder)\n")
+    for lease in peers:
+        sys.stdout.write(f"{verb} the per-peer Lease {lease} (Multi-Cluster Services)\n")
     if endpoints:
         sys.stdout.write(
             f"{verb} {endpoints} Endpoints object(s) managed by {settings.managed_by}\n"

@@ -41,6 +41,7 @@ from endpointslice_operator.controller.runtime import heap
 from endpointslice_operator.controller.runtime.health import HealthServer
 from endpointslice_operator.controller.runtime.leader import LeaderElector
 from endpointslice_operator.controller.runtime.probes import count_objects, probe_resets
+from endpointslice_operator.controller.runtime.rivals import RivalLeases
 from endpointslice_operator.controller.runtime.summary import run_summaries
 from endpointslice_operator.controller.sync.apply import SyncError
 from endpointslice_operator.controller.sync.endpoints import EndpointsSyncError
@@ -514,6 +515,12 @@ class Operator:
             metrics=self.metrics,
             # After a reset the Lease is not released: the restored state never knew this term.
             may_release=lambda: self._reset_reason is None,
+            rivals=RivalLeases(
+                api_client,
+                managed_by=self.settings.managed_by,
+                namespace=self.settings.resolved_lease_namespace(),
+                name=self.settings.lease_name,
+            ),
         )
 
         async def work(term_over: asyncio.Event) -> None:

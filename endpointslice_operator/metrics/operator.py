@@ -3,6 +3,7 @@
 ``k8s.io/endpointslice/metrics`` (upstream's names, types, labels, buckets and help strings) and
 the operator's own additions (``endpoint_slice_controller_sync_duration_seconds``,
 ``endpointslice_operator_queue_dropped_total``, ``endpointslice_operator_leader``,
+``endpointslice_operator_leader_deferred``,
 ``endpointslice_operator_state_resets_total``,
 ``endpointslice_operator_leftover_slices_deleted_total``,
 ``endpointslice_operator_write_budget_wait_seconds_total``), beside the workqueue, mirroring and
@@ -118,6 +119,12 @@ class OperatorMetrics:
             "election), else 0",
             registry=r,
         )
+        self.leader_deferred = Gauge(
+            "endpointslice_operator_leader_deferred",
+            "1 while this replica stands by because another operator with the same "
+            "--managed-by leads through a Lease in another namespace (the log names it), else 0",
+            registry=r,
+        )
         self.state_resets = ExactCounter(
             "endpointslice_operator_state_resets_total",
             "Times the API server's state was found reset (its resourceVersion went back below "
@@ -210,6 +217,9 @@ class OperatorMetrics:
 
     def set_leader(self, is_leader: bool) -> None:
         self.leader.set(1 if is_leader else 0)
+
+    def set_leader_deferred(self, deferred: bool) -> None:
+        self.leader_deferred.set(1 if deferred else 0)
 
     def render(self) -> bytes:
         """The registry in the Prometheus text exposition format (:data:`CONTENT_TYPE`)."""

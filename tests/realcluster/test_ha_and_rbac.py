@@ -7,6 +7,7 @@ import asyncio
 import re
 import secrets
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 from scripts.render_manifests import render_objects
 from tests.realcluster import objects as o
 from tests.realcluster.conftest import Cluster
+from tests.realcluster.deadline import slowdown
 from tests.realcluster.kube import Kube, eventually
 from tests.realcluster.operator_process import OperatorProcess, running
 
@@ -69,6 +71,73 @@ async def test_two_replicas_one_leader_and_failover_after_kill_9(
             )
             assert lease["spec"]["holderIdentity"] != holder
             assert int(lease["spec"].get("leaseTransitions") or 0) >= 1
+
+
+async def test_two_operators_of_one_managed_by_with_leases_in_two_namespaces_one_writes(
+    kube: Kube, ns: str, log_dir: Path
+) -> None:
+    """The chart's pod (Lease in its namespace) and `make run` on a workstation (Lease in
+    `default`): one leads the cluster, the other says why and what to change, and takes over
+    within a lease period when the leader dies."""
+    other = f"{ns[:50]}-ws"
+    await kube.create(
+        "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}}
+    )
+    try:
+        await o.node(kube, "node-a", "zone-a")
+        await o.service(kube, ns, "web", annotations={o.SELECTOR: "app=web"})
+        await o.pod(kube, ns, "web-0", "10.1.0.1")
+        first = ("--namespace", ns, "--lease-namespace", ns)
+        second = ("--namespace", ns, "--lease-namespace", other)
+        async with running(kube.kubeconfig, log_dir / "a.log", *first, leader_election=True) as a:
+            await eventually(lambda: published(kube, ns, {"10.1.0.1"}), timeout=60)
+            async with running(
+                kube.kubeconfig, log_dir / "b.log", *second, leader_election=True
+            ) as b:
+
+                async def b_stands_by() -> bool:
+                    assert "Not leading" in b.log(), b.log()[-2000:]
+                    assert await b.metric("endpointslice_operator_leader_deferred") == 1
+                    return True
+
+                await eventually(b_stands_by, timeout=60)
+                await o.pod(kube, ns, "web-1", "10.1.0.2")
+                await eventually(lambda: published(kube, ns, {"10.1.0.1", "10.1.0.2"}), timeout=60)
+                assert await leaders(a, b) == [a]
+                assert await b.metric(r"endpoint_slice_controller_changes\{.*\}") == 0
+                said = [line for line in b.log().splitlines() if "Not leading" in line]
+                assert len(said) == 1, said
+                assert f"Lease {ns}/endpointslice-operator" in said[0]
+                assert "--managed-by" in said[0] and f"--lease-namespace {ns}" in said[0]
+                lease = await kube.get(
+                    f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/endpointslice-operator"
+                )
+                assert lease["metadata"]["labels"] == {
+                    "endpointslice.kubernetes.io/managed-by": "endpointslice-operator.io"
+                }
+
+                await a.kill()  # no release: the other waits for the Lease to expire
+                killed = time.monotonic()
+                await o.pod(kube, ns, "web-2", "10.1.0.3")
+
+                async def took_over() -> bool:
+                    assert await b.metric(LEADER) == 1
+                    return True
+
+                await eventually(took_over, timeout=60)
+                # The lease duration (15 s) from the last change the standby saw (up to one of
+                # its retries, 4.4 s, after the last renewal), its next retry (4.4 s), its own
+                # Lease taken and checked and the first scrape (slack that grows with the load).
+                took = time.monotonic() - killed
+                print(f"takeover after kill -9 of the other namespace's leader: {took:.1f} s")
+                assert took <= 15 + 2 * 2 * 2.2 + 5 * slowdown(), took
+                assert await b.metric("endpointslice_operator_leader_deferred") == 0
+                await eventually(
+                    lambda: published(kube, ns, {"10.1.0.1", "10.1.0.2", "10.1.0.3"}),
+                    timeout=60,
+                )
+    finally:
+        await kube.delete(f"/api/v1/namespaces/{other}")
 
 
 RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
@@ -144,6 +213,42 @@ async def test_the_operator_runs_under_the_charts_rbac_and_nothing_more(
             # And what it needs, it has.
             status, _ = await restricted.status_of("GET", "/api/v1/pods?limit=1")
             assert status == 200
+    finally:
+        for item in reversed(created):
+            if not item["metadata"].get("namespace"):
+                await kube.delete(f"{path_of(item)}/{item['metadata']['name']}")
+
+
+async def test_without_the_right_to_list_leases_it_says_so_once_and_elects_on_its_own_lease(
+    cluster: Cluster, kube: Kube, ns: str, log_dir: Path
+) -> None:
+    """The chart's RBAC but its read-only `<fullname>-leases` ClusterRole (an older chart, or
+    RBAC made by hand): one warning names the missing rule, and the operator still leads."""
+    if cluster.plane is None:
+        pytest.skip("needs the fixture's control plane to mint a ServiceAccount token")
+    release = f"eso-{secrets.token_hex(3)}"
+    created = []
+    try:
+        for item in rbac_objects(release, ns):
+            if item["metadata"]["name"].endswith("-leases"):
+                continue
+            await kube.create(path_of(item), item)
+            created.append(item)
+        (account,) = [i for i in created if i["kind"] == "ServiceAccount"]
+        _, kubeconfig = cluster.plane.service_account_token(ns, account["metadata"]["name"])
+        await o.node(kube, "node-a", "zone-a")
+        await o.service(kube, ns, "web", annotations={o.SELECTOR: "app=web"})
+        await o.pod(kube, ns, "web-0", "10.1.0.1")
+        async with running(
+            kubeconfig, log_dir / "operator.log", "--lease-namespace", ns, leader_election=True
+        ) as operator:
+            await eventually(lambda: published(kube, ns, {"10.1.0.1"}), timeout=60)
+            assert await operator.metric(LEADER) == 1
+            await asyncio.sleep(10)  # a few renewals, each listing again
+            said = [line for line in operator.log().splitlines() if "Cannot list Leases" in line]
+            assert len(said) == 1, said
+            assert " WARNING " in said[0] and "(403" in said[0]
+            assert "Grant list on coordination.k8s.io leases cluster-wide" in said[0]
     finally:
         for item in reversed(created):
             if not item["metadata"].get("namespace"):

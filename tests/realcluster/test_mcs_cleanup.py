@@ -1,14 +1,18 @@
 """``endpointslice-operator cleanup`` and the Multi-Cluster Services import side on a real API
 server: kept by default, deleted with ``--multicluster`` (ours only: imported slices, derived
-Services owned by a ServiceImport, ServiceImports labelled managed-by ours)."""
+Services owned by a ServiceImport, ServiceImports labelled managed-by ours, and the per-peer
+Leases once the operator stopped)."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from datetime import UTC, datetime
 
 import pytest
+from kubernetes_asyncio.config import new_client_from_config
 
+from endpointslice_operator.controller.mcs.clusters import LeaseBook
 from tests.realcluster.kube import Kube
 from tests.realcluster.mcs_crds import install_crds
 
@@ -117,3 +121,72 @@ async def test_cleanup_keeps_the_import_side_unless_multicluster(kube: Kube, ns:
     assert [i["metadata"]["name"] for i in left] == ["theirs"]
     status, _ = await kube.status_of("GET", f"/api/v1/namespaces/{ns}/services/derived-abc")
     assert status == 404
+
+
+async def peer_leases(kube: Kube, ns: str) -> list[str]:
+    items = (await kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"))["items"]
+    return sorted(i["metadata"]["name"] for i in items)
+
+
+async def test_cleanup_multicluster_deletes_our_peer_leases_once_the_operator_stopped(
+    kube: Kube, ns: str
+) -> None:
+    # The per-peer Leases as the operator writes them (its own LeaseBook), and two that are
+    # not ours: another name, and ours by name without the label.
+    api_client = await new_client_from_config(config_file=str(kube.kubeconfig))
+    try:
+        book = LeaseBook(
+            api_client,
+            namespace=ns,
+            prefix="endpointslice-operator",
+            label="endpointslice-operator.io/mcs-peer",
+            timeout=30,
+        )
+        await book.renew("east")
+        await book.renew("west")
+    finally:
+        await api_client.close()
+    for name, labels in (
+        ("other-operator-mcs-east", {"endpointslice-operator.io/mcs-peer": "true"}),
+        ("endpointslice-operator-mcs-north", {}),
+    ):
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": name, "namespace": ns, "labels": labels},
+            "spec": {"holderIdentity": "x", "leaseDurationSeconds": 30},
+        }
+        await kube.create(f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases", body)
+    # The operator still runs here: its leader Lease is held and renewed.
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    leader = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "endpointslice-operator", "namespace": ns},
+        "spec": {"holderIdentity": "pod-1", "leaseDurationSeconds": 15, "renewTime": now},
+    }
+    leader = await kube.create(f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases", leader)
+    ours = ["endpointslice-operator-mcs-east", "endpointslice-operator-mcs-west"]
+    others = ["endpointslice-operator-mcs-north", "other-operator-mcs-east"]
+    everything = sorted(["endpointslice-operator", *ours, *others])
+    assert await peer_leases(kube, ns) == everything
+
+    await cleanup(kube, ns, "--multicluster", "--lease-namespace", ns)
+    assert await peer_leases(kube, ns) == everything  # it would renew them
+
+    # Stopped: its Lease released.
+    leader["spec"] = {"holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": now}
+    await kube.request(
+        "PUT", f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/endpointslice-operator", leader
+    )
+    out = await cleanup(kube, ns, "--multicluster", "--lease-namespace", ns, "--dry-run")
+    assert [line for line in out if "per-peer" in line] == [
+        f"would delete the per-peer Lease {ns}/{name} (Multi-Cluster Services)" for name in ours
+    ]
+    assert await peer_leases(kube, ns) == everything
+    out = await cleanup(kube, ns, "--multicluster", "--lease-namespace", ns)
+    assert [line for line in out if "Lease" in line] == [
+        f"deleted the leader-election Lease {ns}/endpointslice-operator (no live holder)",
+        *(f"deleted the per-peer Lease {ns}/{name} (Multi-Cluster Services)" for name in ours),
+    ]
+    assert await peer_leases(kube, ns) == others

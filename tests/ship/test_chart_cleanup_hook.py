@@ -3,8 +3,11 @@ that runs `endpointslice-operator cleanup` with nothing more than list/delete on
 
 from __future__ import annotations
 
+import yaml
+
+from scripts.render_manifests import render_documents
 from tests.ship.conftest import rendered
-from tests.ship.values import of_kind, one, rules
+from tests.ship.values import VALUE_SETS, of_kind, one, rules
 
 HOOK = "helm.sh/hook"
 
@@ -25,18 +28,35 @@ def test_a_post_delete_job_with_its_own_account_and_rbac() -> None:
         "RoleBinding",
         "ServiceAccount",
     ]
-    weights = {}
+    # One hook (a List): created together, and deleted together whether the Job succeeds or
+    # fails (Helm applies a hook's delete policy to that hook alone).
     for obj in hooks:
         annotations = obj["metadata"]["annotations"]
         assert annotations[HOOK] == "post-delete"
-        assert annotations["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded"
-        weights[obj["kind"]] = int(annotations["helm.sh/hook-weight"])
-    # the account and its roles exist before the bindings, the bindings before the Job
-    assert weights["ServiceAccount"] == weights["ClusterRole"] < weights["ClusterRoleBinding"]
-    assert weights["ClusterRoleBinding"] < weights["Job"]
-    assert weights["Role"] == weights["ClusterRole"]
-    assert weights["RoleBinding"] == weights["ClusterRoleBinding"]
+        assert (
+            annotations["helm.sh/hook-delete-policy"]
+            == "before-hook-creation,hook-succeeded,hook-failed"
+        )
+    (hook_list,) = [
+        yaml.safe_load(text)
+        for template, text in render_documents(
+            VALUE_SETS["cleanup-hook"], name="eso", namespace="operators"
+        )
+        if template.endswith("cleanup-hook.yaml")
+    ]
+    assert hook_list["kind"] == "List"
+    assert [item["kind"] for item in hook_list["items"]] == [
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "Job",
+    ]
     job = one(objects, "Job")
+    # Bounded below Helm's default --timeout (300 s): a Job that cannot run fails first.
+    assert job["spec"]["activeDeadlineSeconds"] == 180
+    assert job["spec"]["backoffLimit"] == 2
     spec = job["spec"]["template"]["spec"]
     assert spec["restartPolicy"] == "Never"
     assert spec["serviceAccountName"] == "eso-endpointslice-operator-cleanup"

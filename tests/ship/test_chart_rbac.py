@@ -19,7 +19,9 @@ ALLOWED: dict[tuple[str, str], set[str]] = {
     ("discovery.k8s.io", "endpointslices"): READ | {"create", "update", "patch", "delete"},
     ("", "events"): {"create", "patch"},
     ("events.k8s.io", "events"): {"create", "patch"},
-    ("coordination.k8s.io", "leases"): {"get", "create", "update"},
+    # list: cluster-wide and read-only, to see another operator of the same managedBy leading
+    # through a Lease in another namespace (controller/runtime/rivals.py).
+    ("coordination.k8s.io", "leases"): {"get", "list", "create", "update"},
     # Only with rbac.resourceClaims (the device-network source).
     ("resource.k8s.io", "resourceclaims"): READ,
     # With endpointSelectors.enabled (the default): read them, patch their status only.
@@ -150,6 +152,12 @@ def test_everything_the_operator_needs_is_granted() -> None:
 def test_leases_are_limited_to_our_lease_in_one_namespace() -> None:
     objects = rendered("defaults")
     lease_rules = [(role, rule) for role, rule in rules(objects) if "leases" in rule["resources"]]
+    # Cluster-wide, only reading: the Leases of another installation of the same managedBy.
+    cluster_wide = [(role, rule) for role, rule in lease_rules if role["kind"] == "ClusterRole"]
+    assert [(role["metadata"]["name"], rule["verbs"]) for role, rule in cluster_wide] == [
+        ("eso-endpointslice-operator-leases", ["list"])
+    ]
+    lease_rules = [(role, rule) for role, rule in lease_rules if role["kind"] != "ClusterRole"]
     assert {role["kind"] for role, _ in lease_rules} == {"Role"}
     assert {role["metadata"]["namespace"] for role, _ in lease_rules} == {"operators"}
     for _, rule in lease_rules:

@@ -18,6 +18,8 @@ def test_defaults_render_the_expected_objects() -> None:
     kinds = sorted(obj["kind"] for obj in rendered("defaults"))
     assert kinds == [
         "ClusterRole",
+        "ClusterRole",
+        "ClusterRoleBinding",
         "ClusterRoleBinding",
         "CustomResourceDefinition",
         "Deployment",
@@ -133,10 +135,11 @@ def test_namespaced_mode_grants_roles_per_namespace() -> None:
                 "namespace": "operators",
             }
         ]
-    # The only cluster-wide grant left is reading Nodes.
-    (cluster_role,) = of_kind(objects, "ClusterRole")
-    assert cluster_role["rules"] == [
-        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}
+    # The only cluster-wide grants left are reading Nodes, and listing Leases (another
+    # installation of the same managedBy leading through a Lease elsewhere).
+    assert [role["rules"] for role in of_kind(objects, "ClusterRole")] == [
+        [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}],
+        [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["list"]}],
     ]
     assert env_of(objects)["ENDPOINTSLICE_OPERATOR_NAMESPACES"] == "team-a,team-b"
 

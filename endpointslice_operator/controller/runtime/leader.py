@@ -8,6 +8,15 @@ releases it on stop (empty holder, 1 s duration: client-go's ``ReleaseOnCancel``
 ``kubernetes_asyncio.leaderelection``: wall-clock timing (no virtual time), local time written
 as ``Z``, no release, no ``leaseTransitions``. Unlike client-go, ``on_stopped_leading`` runs
 only after a term, and the leading work ending ends the term.
+
+With ``rivals`` (:mod:`.rivals`), the Leases of the same managed-by in other namespaces count
+too. A candidate that does not hold its Lease does not take it while another is live. One
+that holds it leads only once no other is live: if one goes before it, it releases its
+Lease; if all go after it, it keeps renewing and waits for them to step down. A leader that
+finds a live Lease going before its own (both took theirs at once) ends its term and
+releases. Whoever stands by says once which Lease leads and what to change. Lists and writes
+are linearizable, so of two candidates taking their Leases at once at least one sees the
+other before it starts: never two writers.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ import aiohttp
 from kubernetes_asyncio.client import ApiClient, CoordinationV1Api
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from endpointslice_operator.controller.runtime.rivals import Rival, RivalLeases, micro_time
 from endpointslice_operator.metrics import OperatorMetrics
 from endpointslice_operator.retry_log import RetryLog
 
@@ -48,11 +58,6 @@ def default_identity() -> str:
     return f"{socket.gethostname()}_{uuid.uuid4()}"
 
 
-def _micro_time(moment: datetime) -> str:
-    """A ``MicroTime`` in its canonical RFC 3339 form with microseconds, in UTC."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 @dataclass(frozen=True, slots=True)
 class LeaseRecord:
     """The Lease spec fields leader election reads and writes (client-go's LeaderElectionRecord)."""
@@ -69,7 +74,7 @@ class LeaseRecord:
             if value is None:
                 return None
             if isinstance(value, datetime):
-                return _micro_time(value)
+                return micro_time(value)
             return str(value)
 
         if spec is None:
@@ -113,6 +118,7 @@ class LeaderElector:
         wall_clock: Callable[[], datetime] | None = None,
         rng: random.Random | None = None,
         may_release: Callable[[], bool] | None = None,
+        rivals: RivalLeases | None = None,
     ) -> None:
         # client-go's config validation
         if lease_duration <= renew_deadline:
@@ -133,6 +139,9 @@ class LeaderElector:
         self._wall_clock = wall_clock or (lambda: datetime.now(UTC))
         self._rng = rng or random.Random()
         self._may_release = may_release
+        self._rivals = rivals
+        self._deferred_to: Rival | None = None  # the live Lease we stand by for, as last said
+        self._step_down: Rival | None = None  # set when a Lease going before ours is found
         self._retries = RetryLog(logger, f"Leader election (Lease {namespace}/{name})")
         """Asked before releasing: False leaves the Lease to expire (the operator's state was
         reset, and a write from this term would reach a state that never knew it)."""
@@ -194,6 +203,7 @@ class LeaderElector:
         If ``stop`` is set before leading, ``run`` returns without calling either callback.
         """
         stop = stop if stop is not None else asyncio.Event()
+        self._step_down = None
         if not await self._acquire(stop):
             return
         logger.info(
@@ -212,6 +222,8 @@ class LeaderElector:
         finally:
             if lost:
                 self._lost()
+            else:
+                self._stepping_down()
             term_over.set()
             if graceful and not work.done() and self.stop_grace > 0:
                 # Let the work wind down by itself; while we still hold the Lease, keep
@@ -220,7 +232,9 @@ class LeaderElector:
                     async with asyncio.timeout(self.stop_grace):
                         if lost:
                             await asyncio.wait({work})
-                        elif not await self._renew_until_done(asyncio.Event(), work):
+                        elif not await self._renew_until_done(
+                            asyncio.Event(), work, may_yield=False
+                        ):
                             lost = True
                             self._lost()
             if not work.done():
@@ -274,8 +288,11 @@ class LeaderElector:
                 return False
         return False
 
-    async def _renew_until_done(self, stop: asyncio.Event, work: asyncio.Task[None]) -> bool:
-        """Renew every retry period until stop or the work ends (True) or renewal fails (False)."""
+    async def _renew_until_done(
+        self, stop: asyncio.Event, work: asyncio.Task[None], *, may_yield: bool = True
+    ) -> bool:
+        """Renew every retry period until stop or the work ends (True) or renewal fails (False);
+        with ``may_yield``, also until a live Lease going before ours is found (True)."""
         loop = asyncio.get_running_loop()
         stopped = asyncio.ensure_future(stop.wait())
         try:
@@ -299,6 +316,8 @@ class LeaderElector:
                         return True
                     if loop.time() >= deadline:
                         return False
+                if may_yield and self._step_down is not None:
+                    return True
         finally:
             stopped.cancel()
 
@@ -311,7 +330,7 @@ class LeaderElector:
             return False
         try:
             async with asyncio.timeout(remaining):
-                done = await self._try_acquire_or_renew()
+                done = await self._try_lead()
         except TimeoutError:
             self._retries.failed(f"the API did not answer within {remaining:.1f}s")
         except ApiException as exc:
@@ -342,9 +361,84 @@ class LeaderElector:
             "else POD_NAMESPACE (the Downward API's metadata.namespace) is used"
         )
 
+    async def _try_lead(self) -> bool:
+        """One attempt: True when we hold our Lease and no Lease of a rival stands in the way
+        (see the module's docstring for the rules)."""
+        if self._rivals is None:
+            return await self._try_acquire_or_renew()
+        if not self._is_leader:
+            # Before touching our Lease: a candidate that holds none goes after every live one.
+            rivals = await self._rivals.live()
+            held = self._observed if self._holds_lease() else None
+            mine = (held.acquire_time or "") if held is not None else None
+            if rivals and (mine is None or rivals[0].order < (mine, self.namespace, self.name)):
+                if mine is not None:
+                    await self.release()  # so that the one ahead is not kept waiting for us
+                self._defer(rivals[0])
+                return False
+        if not await self._try_acquire_or_renew():
+            return False
+        rivals = await self._rivals.live()
+        if not rivals:
+            self._deferred_to = None
+            if self._metrics is not None:
+                self._metrics.set_leader_deferred(False)
+            return True
+        first = rivals[0]
+        assert self._observed is not None
+        ahead = first.order < (self._observed.acquire_time or "", self.namespace, self.name)
+        if self._is_leader:
+            if ahead:
+                self._step_down = first
+            return True  # the ones after us wait for us (or step down themselves)
+        if ahead:
+            await self.release()  # so that the one ahead is not kept waiting for us
+        self._defer(first)
+        return False
+
+    def _defer(self, rival: Rival) -> None:
+        """Stand by for ``rival``: said once per Lease and holder."""
+        if self._metrics is not None:
+            self._metrics.set_leader_deferred(True)
+        if self._deferred_to is not None and (
+            (self._deferred_to.namespace, self._deferred_to.name, self._deferred_to.holder)
+            == (rival.namespace, rival.name, rival.holder)
+        ):
+            return
+        self._deferred_to = rival
+        managed_by = self._rivals.managed_by if self._rivals is not None else ""
+        logger.warning(
+            "Not leading: another operator with --managed-by %s leads this cluster through "
+            "the Lease %s (holder %s); this one's Lease is %s/%s. Standing by: it takes over "
+            "when that Lease is released or expires. To run both, give this one another "
+            "--managed-by; to make it a standby of that one, set --lease-namespace %s",
+            managed_by,
+            rival,
+            rival.holder,
+            self.namespace,
+            self.name,
+            rival.namespace,
+            extra={"identity": self.identity},
+        )
+
+    def _stepping_down(self) -> None:
+        """Said when the term ends because a Lease going before ours was found."""
+        rival = self._step_down
+        if rival is None:
+            return
+        logger.warning(
+            "Stepping down: the Lease %s (holder %s) of the same --managed-by was taken before "
+            "ours (%s/%s); releasing ours and standing by",
+            rival,
+            rival.holder,
+            self.namespace,
+            self.name,
+            extra={"identity": self.identity},
+        )
+
     async def _try_acquire_or_renew(self) -> bool:
         loop = asyncio.get_running_loop()
-        now_wall = _micro_time(self._wall_clock())
+        now_wall = micro_time(self._wall_clock())
         duration = max(1, math.ceil(self.lease_duration))
         desired = LeaseRecord(self.identity, duration, now_wall, now_wall, 0)
 
@@ -390,7 +484,7 @@ class LeaderElector:
         body: Any = {  # a plain dict: serialised as is, MicroTime strings untouched
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
-            "metadata": {"name": self.name, "namespace": self.namespace},
+            "metadata": {"name": self.name, "namespace": self.namespace, **self._labels()},
             "spec": record.to_spec(),
         }
         created = await self._api.create_namespaced_lease(self.namespace, body)
@@ -405,11 +499,15 @@ class LeaderElector:
                 "name": self.name,
                 "namespace": self.namespace,
                 "resourceVersion": self._resource_version,
+                **self._labels(),
             },
             "spec": record.to_spec(),
         }
         written = await self._api.replace_namespaced_lease(self.name, self.namespace, body)
         self._observe(record, written.metadata.resource_version)
+
+    def _labels(self) -> dict[str, Any]:
+        return {"labels": self._rivals.labels} if self._rivals is not None else {}
 
     # -- release -----------------------------------------------------------------------------
 
@@ -425,7 +523,7 @@ class LeaderElector:
                 "Leaving the Lease %s/%s to expire (not released)", self.namespace, self.name
             )
             return True
-        now_wall = _micro_time(self._wall_clock())
+        now_wall = micro_time(self._wall_clock())
         record = LeaseRecord("", 1, now_wall, now_wall, self._observed.transitions)
         try:
             await self._write(record)
