@@ -146,7 +146,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     "endpointslice_operator/reconciler/tracking/metrics_cache.py": (
         "tests/reconciler/test_metrics_cache.py",
     ),
-    "endpointslice_operator/reconciler/config.py": ("tests/reconciler/test_records.py",),
+    "endpointslice_operator/reconciler/config.py": (
+        "tests/reconciler/test_config_schema.py",
+        "tests/reconciler/test_records.py",
+    ),
     "endpointslice_operator/reconciler/plan.py": (
         "tests/reconciler/test_planner.py",
         "tests/reconciler/test_reconciler.py",
