@@ -156,6 +156,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_topology.py",
     ),
     "endpointslice_operator/reconciler/service.py": (
+        "tests/reconciler/test_service_plan.py",
         "tests/reconciler/test_planner.py",
         "tests/reconciler/test_topology.py",
         "tests/reconciler/test_reconciler.py",
