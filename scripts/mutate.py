@@ -151,6 +151,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_records.py",
     ),
     "endpointslice_operator/reconciler/plan.py": (
+        "tests/reconciler/test_plan_defaults.py",
         "tests/reconciler/test_planner.py",
         "tests/reconciler/test_reconciler.py",
         "tests/reconciler/test_topology.py",
