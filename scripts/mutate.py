@@ -125,6 +125,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "endpointslice_operator/reconciler/ports.py": (
         "tests/reconciler/test_ports.py",
+        "tests/reconciler/test_ports_text.py",
         "tests/reconciler/test_util.py",
         "tests/reconciler/test_utils.py",
     ),
