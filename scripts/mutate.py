@@ -139,7 +139,10 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_compact.py",
         "tests/reconciler/test_compact_sharing.py",
     ),
-    "endpointslice_operator/reconciler/ipaddr.py": ("tests/reconciler/test_records.py",),
+    "endpointslice_operator/reconciler/ipaddr.py": (
+        "tests/reconciler/test_ipaddr_reasons.py",
+        "tests/reconciler/test_records.py",
+    ),
     "endpointslice_operator/reconciler/tracking/trigger_time.py": (
         "tests/reconciler/test_trigger_time.py",
     ),
