@@ -108,6 +108,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "endpointslice_operator/reconciler/hints/trafficdist.py": (
         "tests/reconciler/test_trafficdist.py",
+        "tests/reconciler/test_trafficdist_values.py",
         "tests/reconciler/test_planner.py",
         "tests/reconciler/test_reconciler.py",
     ),
@@ -463,6 +464,11 @@ EQUIVALENT: dict[str, str] = {
     "return _Heuristic(close=False, node_hints=False) #2": (
         "node_hints is read only when close is True: needs_update and update return first "
         "for the default heuristic"
+    ),
+    "endpointslice_operator/reconciler/hints/trafficdist.py:needs_update:Return->None:"
+    "return False": (
+        "its one caller (reconcile_hints_with_unchanged) tests only its truth: None and False "
+        "are both false"
     ),
     # reconciler/slices.py
     "endpointslice_operator/reconciler/slices.py:view:And->Or:elif isinstance(uid, str) and uid:": (
