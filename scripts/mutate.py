@@ -147,7 +147,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     "endpointslice_operator/reconciler/tracking/trigger_time.py": (
         "tests/reconciler/test_trigger_time.py",
     ),
-    "endpointslice_operator/reconciler/tracking/tracker.py": ("tests/reconciler/test_tracker.py",),
+    "endpointslice_operator/reconciler/tracking/tracker.py": (
+        "tests/reconciler/test_tracker.py",
+        "tests/reconciler/test_tracker_keys.py",
+    ),
     "endpointslice_operator/reconciler/tracking/metrics_cache.py": (
         "tests/reconciler/test_metrics_cache.py",
     ),
