@@ -92,6 +92,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_properties.py",
     ),
     "endpointslice_operator/reconciler/desired.py": (
+        "tests/reconciler/test_desired_inputs.py",
         "tests/reconciler/test_records.py",
         "tests/reconciler/test_sources.py",
         "tests/reconciler/test_reconciler.py",
@@ -153,6 +154,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "endpointslice_operator/reconciler/tracking/metrics_cache.py": (
         "tests/reconciler/test_metrics_cache.py",
+        "tests/reconciler/test_metrics_cache_families.py",
     ),
     "endpointslice_operator/reconciler/config.py": (
         "tests/reconciler/test_config_schema.py",
@@ -320,6 +322,13 @@ EQUIVALENT: dict[str, str] = {
     " #2": (
         "the Reconciler is built without a TopologyCache, so its topology is None whatever "
         "topology_hints says (the setting is read nowhere else in reconciler/)"
+    ),
+    # reconciler/desired.py
+    "endpointslice_operator/reconciler/desired.py:desired_from_service_pods:Stmt->Pass:"
+    "fixed_ports = resolve_ports(ports, _NO_PORTS_POD)": (
+        "the ports of integer targets resolved once for all pods: without it each pod "
+        "resolves them itself (cached by its port tables), to the same key (find_port "
+        "returns an integer target as it is, whatever the pod)"
     ),
     # reconciler/labels.py
     "endpointslice_operator/reconciler/labels.py:format_trigger_time:Str->XX:"
