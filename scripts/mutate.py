@@ -189,6 +189,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "endpointslice_operator/controller/cache/owner_kinds.py": (
         "tests/controller/cache/test_owner_kinds.py",
+        "tests/controller/cache/test_owner_kinds_registry.py",
     ),
     "endpointslice_operator/controller/endpoint_selector/index.py": (
         "tests/controller/endpoint_selector/test_counts.py",
@@ -322,6 +323,12 @@ EQUIVALENT: dict[str, str] = {
     " #2": (
         "the Reconciler is built without a TopologyCache, so its topology is None whatever "
         "topology_hints says (the setting is read nowhere else in reconciler/)"
+    ),
+    # controller/cache/owner_kinds.py
+    "endpointslice_operator/controller/cache/owner_kinds.py:split_owner_key:Str->XX:"
+    'if colon and "/" not in prefix:': (
+        "register refuses a key prefix holding '/', so a prefix that holds one is never in "
+        "_BY_PREFIX: the look-up misses either way and the key is a Service's"
     ),
     # reconciler/desired.py
     "endpointslice_operator/reconciler/desired.py:desired_from_service_pods:Stmt->Pass:"
