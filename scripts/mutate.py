@@ -174,6 +174,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler/test_mirroring.py",),
     "endpointslice_operator/reconciler/endpoints.py": (
+        "tests/reconciler/test_endpoints_without_ref.py",
         "tests/reconciler/test_endpoint_form.py",
         "tests/reconciler/test_endpoints.py",
         "tests/reconciler/test_util.py",
@@ -237,6 +238,9 @@ _FAST_PATH = (
 _OTHER_SIZE = (
     "a conditions mapping of another size lacks a condition (KeyError: the parser) or holds "
     "the three, read alike by both"
+)
+_MISSPELT = (
+    "a key misspelt in the fast path raises KeyError, which sends the endpoint to the parser"
 )
 _NEVER_FAST = (
     "`None is None and type(None) is str` and `x is None and ...` are both false, so every "
@@ -385,6 +389,30 @@ EQUIVALENT: dict[str, str] = {
     "and (node_name is None or type(node_name) is str)": _FAST_PATH + _NEVER_FAST,
     "endpointslice_operator/reconciler/endpoints.py:existing_entry:Or->And:"
     "and (zone is None or type(zone) is str)": _FAST_PATH + _NEVER_FAST,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Str->XX:"
+    'addresses = raw["addresses"]': _FAST_PATH + _MISSPELT,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Str->XX:"
+    'conditions = raw["conditions"]': _FAST_PATH + _MISSPELT,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Str->XX:"
+    'ref = raw["targetRef"]': _FAST_PATH + _MISSPELT,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Str->XX:"
+    'conditions["ready"],': _FAST_PATH + _MISSPELT,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Str->XX:"
+    'conditions["serving"],': _FAST_PATH + _MISSPELT,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Str->XX:"
+    'conditions["terminating"],': _FAST_PATH + _MISSPELT,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Str->XX:"
+    'kind, ns, name, uid = ref["kind"], ref["namespace"], ref["name"], ref["uid"]': _FAST_PATH
+    + _MISSPELT,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Str->XX:"
+    'kind, ns, name, uid = ref["kind"], ref["namespace"], ref["name"], ref["uid"] #2': _FAST_PATH
+    + _MISSPELT,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Str->XX:"
+    'kind, ns, name, uid = ref["kind"], ref["namespace"], ref["name"], ref["uid"] #3': _FAST_PATH
+    + _MISSPELT,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Str->XX:"
+    'kind, ns, name, uid = ref["kind"], ref["namespace"], ref["name"], ref["uid"] #4': _FAST_PATH
+    + _MISSPELT,
     # view/model.py
     "endpointslice_operator/view/model.py:<module>:True->False:"
     "@dataclass(frozen=True, slots=True) #2": (
