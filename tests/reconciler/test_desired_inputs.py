@@ -14,9 +14,13 @@ ZONE = "topology.kubernetes.io/zone"
 
 
 def test_nodes_with_metadata_that_is_not_a_mapping_have_no_name_or_zone() -> None:
-    nodes = [{"metadata": "junk"}, {"metadata": {"name": "n1", "labels": {ZONE: "a"}}}]
+    nodes: list[dict[str, Any]] = [
+        {"metadata": "junk"},
+        {"metadata": {"name": "n1", "labels": {ZONE: "a"}}},
+    ]
     assert node_zones(nodes) == {"n1": "a"}
-    assert node_zones({"n0": {"metadata": ["junk"]}, "n1": nodes[1]}) == {"n0": "", "n1": "a"}
+    by_name: dict[str, dict[str, Any]] = {"n0": {"metadata": ["junk"]}, "n1": nodes[1]}
+    assert node_zones(by_name) == {"n0": "", "n1": "a"}
 
 
 def _service(namespace: str | None, name: str | None = "web") -> dict[str, Any]:
