@@ -19,6 +19,17 @@ package (the working tree is never touched) that comes first on ``PYTHONPATH``; 
 tests run against it with ``-x`` and a timeout of ten times the unmutated run. A mutant is
 *killed* when they fail, *survived* when they pass.
 
+Two things make a run cheap without changing what it measures. A fork server per package copy
+(``scripts/pytest_forks.py``) imports pytest and the tests' third-party libraries once, and
+forks a child per run that imports the package afresh from the copy (no interpreter or pytest
+start-up per mutant). And the unmutated run is made under coverage.py, a context per test, so
+each mutant runs only the tests that ran its statement (:func:`selected_tests`), the tests
+that killed mutants of its function first: a mutant no test runs survives without a run (no
+test can tell it from the original); one outside functions or in a statement run at import
+runs all the tests; one that passes the tests selected is run against all of them before it
+counts as survived, so a survivor is one that the whole list missed, as before. ``--all-tests``
+runs every mutant against all the tests (the fork server still).
+
 Some mutants cannot be noticed by any test because they change nothing (a ``break`` after
 which the loop could not continue anyway): those are listed with the reason in
 :data:`EQUIVALENT` and left out of the score, ``killed / (mutants - equivalent)``.
@@ -32,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import os
 import queue
 import shutil
@@ -43,6 +55,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from scripts import mutation_scores
 
@@ -79,6 +92,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_properties.py",
     ),
     "endpointslice_operator/reconciler/desired.py": (
+        "tests/reconciler/test_desired_inputs.py",
         "tests/reconciler/test_records.py",
         "tests/reconciler/test_sources.py",
         "tests/reconciler/test_reconciler.py",
@@ -95,6 +109,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "endpointslice_operator/reconciler/hints/trafficdist.py": (
         "tests/reconciler/test_trafficdist.py",
+        "tests/reconciler/test_trafficdist_values.py",
         "tests/reconciler/test_planner.py",
         "tests/reconciler/test_reconciler.py",
     ),
@@ -112,36 +127,54 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "endpointslice_operator/reconciler/ports.py": (
         "tests/reconciler/test_ports.py",
+        "tests/reconciler/test_ports_text.py",
         "tests/reconciler/test_util.py",
         "tests/reconciler/test_utils.py",
     ),
     "endpointslice_operator/reconciler/labels.py": (
+        "tests/reconciler/test_labels.py",
         "tests/reconciler/test_utils.py",
         "tests/reconciler/test_reconciler.py",
         "tests/reconciler/test_records.py",
     ),
-    "endpointslice_operator/reconciler/compact.py": ("tests/reconciler/test_compact.py",),
-    "endpointslice_operator/reconciler/ipaddr.py": ("tests/reconciler/test_records.py",),
+    "endpointslice_operator/reconciler/compact.py": (
+        "tests/reconciler/test_compact.py",
+        "tests/reconciler/test_compact_sharing.py",
+    ),
+    "endpointslice_operator/reconciler/ipaddr.py": (
+        "tests/reconciler/test_ipaddr_reasons.py",
+        "tests/reconciler/test_records.py",
+    ),
     "endpointslice_operator/reconciler/tracking/trigger_time.py": (
         "tests/reconciler/test_trigger_time.py",
     ),
-    "endpointslice_operator/reconciler/tracking/tracker.py": ("tests/reconciler/test_tracker.py",),
+    "endpointslice_operator/reconciler/tracking/tracker.py": (
+        "tests/reconciler/test_tracker.py",
+        "tests/reconciler/test_tracker_keys.py",
+    ),
     "endpointslice_operator/reconciler/tracking/metrics_cache.py": (
         "tests/reconciler/test_metrics_cache.py",
+        "tests/reconciler/test_metrics_cache_families.py",
     ),
-    "endpointslice_operator/reconciler/config.py": ("tests/reconciler/test_records.py",),
+    "endpointslice_operator/reconciler/config.py": (
+        "tests/reconciler/test_config_schema.py",
+        "tests/reconciler/test_records.py",
+    ),
     "endpointslice_operator/reconciler/plan.py": (
+        "tests/reconciler/test_plan_defaults.py",
         "tests/reconciler/test_planner.py",
         "tests/reconciler/test_reconciler.py",
         "tests/reconciler/test_topology.py",
     ),
     "endpointslice_operator/reconciler/service.py": (
+        "tests/reconciler/test_service_plan.py",
         "tests/reconciler/test_planner.py",
         "tests/reconciler/test_topology.py",
         "tests/reconciler/test_reconciler.py",
     ),
     "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler/test_mirroring.py",),
     "endpointslice_operator/reconciler/endpoints.py": (
+        "tests/reconciler/test_endpoints_without_ref.py",
         "tests/reconciler/test_endpoint_form.py",
         "tests/reconciler/test_endpoints.py",
         "tests/reconciler/test_util.py",
@@ -157,6 +190,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "endpointslice_operator/controller/cache/owner_kinds.py": (
         "tests/controller/cache/test_owner_kinds.py",
+        "tests/controller/cache/test_owner_kinds_registry.py",
     ),
     "endpointslice_operator/controller/endpoint_selector/index.py": (
         "tests/controller/endpoint_selector/test_counts.py",
@@ -204,6 +238,9 @@ _FAST_PATH = (
 _OTHER_SIZE = (
     "a conditions mapping of another size lacks a condition (KeyError: the parser) or holds "
     "the three, read alike by both"
+)
+_MISSPELT = (
+    "a key misspelt in the fast path raises KeyError, which sends the endpoint to the parser"
 )
 _NEVER_FAST = (
     "`None is None and type(None) is str` and `x is None and ...` are both false, so every "
@@ -291,6 +328,24 @@ EQUIVALENT: dict[str, str] = {
         "the Reconciler is built without a TopologyCache, so its topology is None whatever "
         "topology_hints says (the setting is read nowhere else in reconciler/)"
     ),
+    # controller/cache/owner_kinds.py
+    "endpointslice_operator/controller/cache/owner_kinds.py:split_owner_key:Str->XX:"
+    'if colon and "/" not in prefix:': (
+        "register refuses a key prefix holding '/', so a prefix that holds one is never in "
+        "_BY_PREFIX: the look-up misses either way and the key is a Service's"
+    ),
+    # reconciler/desired.py
+    "endpointslice_operator/reconciler/desired.py:desired_from_service_pods:Stmt->Pass:"
+    "fixed_ports = resolve_ports(ports, _NO_PORTS_POD)": (
+        "the ports of integer targets resolved once for all pods: without it each pod "
+        "resolves them itself (cached by its port tables), to the same key (find_port "
+        "returns an integer target as it is, whatever the pod)"
+    ),
+    # reconciler/labels.py
+    "endpointslice_operator/reconciler/labels.py:format_trigger_time:Str->XX:"
+    'text += "." + f"{moment.microsecond:06d}".rstrip("0") #2': (
+        "rstrip takes a set of characters: 'XX0XX' strips the same as '0' from a string of digits"
+    ),
     # reconciler/mirroring.py
     "endpointslice_operator/reconciler/mirroring.py:_ports:Continue->Break:continue": (
         "_ports only reads subsets made by repack_subsets, whose ports are all mappings"
@@ -334,6 +389,30 @@ EQUIVALENT: dict[str, str] = {
     "and (node_name is None or type(node_name) is str)": _FAST_PATH + _NEVER_FAST,
     "endpointslice_operator/reconciler/endpoints.py:existing_entry:Or->And:"
     "and (zone is None or type(zone) is str)": _FAST_PATH + _NEVER_FAST,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Str->XX:"
+    'addresses = raw["addresses"]': _FAST_PATH + _MISSPELT,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Str->XX:"
+    'conditions = raw["conditions"]': _FAST_PATH + _MISSPELT,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Str->XX:"
+    'ref = raw["targetRef"]': _FAST_PATH + _MISSPELT,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Str->XX:"
+    'conditions["ready"],': _FAST_PATH + _MISSPELT,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Str->XX:"
+    'conditions["serving"],': _FAST_PATH + _MISSPELT,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Str->XX:"
+    'conditions["terminating"],': _FAST_PATH + _MISSPELT,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Str->XX:"
+    'kind, ns, name, uid = ref["kind"], ref["namespace"], ref["name"], ref["uid"]': _FAST_PATH
+    + _MISSPELT,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Str->XX:"
+    'kind, ns, name, uid = ref["kind"], ref["namespace"], ref["name"], ref["uid"] #2': _FAST_PATH
+    + _MISSPELT,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Str->XX:"
+    'kind, ns, name, uid = ref["kind"], ref["namespace"], ref["name"], ref["uid"] #3': _FAST_PATH
+    + _MISSPELT,
+    "endpointslice_operator/reconciler/endpoints.py:existing_entry:Str->XX:"
+    'kind, ns, name, uid = ref["kind"], ref["namespace"], ref["name"], ref["uid"] #4': _FAST_PATH
+    + _MISSPELT,
     # view/model.py
     "endpointslice_operator/view/model.py:<module>:True->False:"
     "@dataclass(frozen=True, slots=True) #2": (
@@ -432,6 +511,11 @@ EQUIVALENT: dict[str, str] = {
     "return _Heuristic(close=False, node_hints=False) #2": (
         "node_hints is read only when close is True: needs_update and update return first "
         "for the default heuristic"
+    ),
+    "endpointslice_operator/reconciler/hints/trafficdist.py:needs_update:Return->None:"
+    "return False": (
+        "its one caller (reconcile_hints_with_unchanged) tests only its truth: None and False "
+        "are both false"
     ),
     # reconciler/slices.py
     "endpointslice_operator/reconciler/slices.py:view:And->Or:elif isinstance(uid, str) and uid:": (
@@ -817,38 +901,132 @@ def mutated_source(mutant: Mutant) -> str:
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
-def _run_tests(
-    copy_root: Path, tests: tuple[str, ...], timeout: float | None
-) -> tuple[bool, float]:
-    """``(passed, seconds)`` of the tests against the package copy under ``copy_root``."""
-    # ROOT after the copy: the tests (and conftest) of this checkout, even when the
-    # virtualenv's editable install points at another checkout of the repository.
-    path = os.pathsep.join((str(copy_root), str(ROOT)))
-    env = {**os.environ, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
-    command = [
-        "nice", "-n", "19", str(Path(sys.executable).parent / "pytest"),
-        "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--import-mode=append",
-        "-o", "addopts=", *tests,
-    ]  # fmt: skip
-    started = time.monotonic()
-    try:
-        result = subprocess.run(
-            command, cwd=ROOT, env=env, timeout=timeout, capture_output=True, check=False
+_PYTEST_ARGS = (
+    "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--import-mode=append",
+    "-o", "addopts=",
+)  # fmt: skip
+
+
+class _Forks:
+    """The fork server (``scripts/pytest_forks.py``) of one package copy: it imports pytest and
+    the tests' third-party libraries once, then forks a child per test run, which imports the
+    package afresh from the copy (as the mutant left it)."""
+
+    def __init__(self, copy_root: Path, tests: tuple[str, ...]) -> None:
+        # ROOT after the copy: the tests (and conftest) of this checkout, even when the
+        # virtualenv's editable install points at another checkout of the repository.
+        path = os.pathsep.join((str(copy_root), str(ROOT)))
+        env = {**os.environ, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
+        self.copy_root = copy_root
+        self._log_path = copy_root / "pytest_forks.log"
+        with self._log_path.open("wb") as log:
+            self._process = subprocess.Popen(
+                ["nice", "-n", "19", sys.executable, str(ROOT / "scripts" / "pytest_forks.py")],
+                cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                text=True,
+            )  # fmt: skip
+        self._request({"preload": list(tests)})
+
+    def _request(self, request: dict[str, object]) -> dict[str, Any]:
+        stdin, stdout = self._process.stdin, self._process.stdout
+        assert stdin is not None and stdout is not None
+        stdin.write(json.dumps(request) + "\n")
+        stdin.flush()
+        line = stdout.readline()
+        if not line:
+            log = self._log_path.read_text(encoding="utf-8", errors="replace")[-3000:]
+            raise SystemExit(f"the fork server of {self.copy_root} ended:\n{log}")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def run(
+        self, tests: tuple[str, ...], timeout: float | None, cover: Path | None = None
+    ) -> dict[str, Any]:
+        """``{"passed", "seconds", "output"}`` of the tests against the copy (with ``cover``:
+        and ``"tests"``, the node ids run, ``"lines"``, line -> the node ids that ran it)."""
+        return self._request(
+            {
+                "args": [*_PYTEST_ARGS, *tests],
+                "timeout": timeout,
+                "cover": None if cover is None else str(cover),
+            }
         )
-    except subprocess.TimeoutExpired:
-        return False, time.monotonic() - started  # a mutant that hangs is noticed
-    _last_output[copy_root] = result.stdout.decode(errors="replace")[-3000:]
-    return result.returncode == 0, time.monotonic() - started
+
+    def close(self) -> None:
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        try:
+            self._process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+
+
+@dataclass(frozen=True)
+class _Coverage:
+    """Which tests ran which line of the module, from one run of all its tests under
+    coverage.py (a context per test; ``""`` for import and collection)."""
+
+    tests: tuple[str, ...]
+    """Every test's node id, in the order of the run."""
+    lines: dict[int, frozenset[str]]
+    seconds: dict[str, float]
+    """How long each test took."""
+
+    @classmethod
+    def of(cls, answer: dict[str, Any]) -> _Coverage:
+        lines = {int(line): frozenset(tests) for line, tests in answer["lines"].items()}
+        return cls(tuple(answer["tests"]), lines, answer["durations"])
+
+
+def _headers(source: str) -> list[range]:
+    """The lines of each statement of ``source``, a compound statement's header only (``if
+    ...:``, not its body), so that the innermost one holding a line is its statement."""
+    found: list[range] = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.stmt):
+            continue
+        end = node.end_lineno or node.lineno
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+            end = max(node.lineno, body[0].lineno - 1)
+        found.append(range(node.lineno, end + 1))
+    return found
+
+
+def selected_tests(
+    mutant: Mutant, headers: list[range], coverage: _Coverage
+) -> tuple[str, ...] | None:
+    """The tests that can notice ``mutant``: those that ran its statement (any line of it, as
+    a multi-line statement may record only some). ``None`` for all of them: a mutant outside
+    functions (import time, and a module's state is shared by every test after it), or a
+    statement run at import or collection. ``()`` for none: no test runs that statement, so
+    none can tell the mutant from the original, and it survives without a run."""
+    if mutant.function == "<module>":
+        return None
+    holding = [span for span in headers if mutant.line in span]
+    lines = min(holding, key=len) if holding else range(mutant.line, mutant.line + 1)
+    ran: set[str] = set()
+    for line in lines:
+        ran |= coverage.lines.get(line, frozenset())
+    if "" in ran:
+        return None
+    return tuple(test for test in coverage.tests if test in ran)
+
+
+def _killers_first(
+    chosen: tuple[str, ...], killers: dict[str, int], seconds: dict[str, float]
+) -> tuple[str, ...]:
+    """``chosen`` reordered for ``-x`` to stop early: the tests that killed most mutants of
+    this function so far first, then the quickest (the same tests: a killed mutant is found
+    sooner, a survivor runs them all anyway)."""
+    return tuple(sorted(chosen, key=lambda test: (-killers.get(test, 0), seconds.get(test, 0.0))))
 
 
 _AST_LOCK = threading.Lock()
 """One thread at a time in ``ast``: CPython 3.11's AST constructors share a recursion-depth
 counter across threads, and two ``--jobs`` workers parsing at once fail now and then with
 ``SystemError: AST constructor recursion depth mismatch``."""
-
-_last_output: dict[Path, str] = {}
-"""The end of the last test run's output per package copy (shown when the unmutated run
-fails)."""
 
 
 def _package_copy(directory: Path) -> Path:
@@ -859,52 +1037,97 @@ def _package_copy(directory: Path) -> Path:
 
 
 def run_module(
-    module: str, only_lines: set[int] | None, jobs: int = 1
+    module: str,
+    only_lines: set[int] | None,
+    jobs: int = 1,
+    select: bool = True,
+    tests: tuple[str, ...] | None = None,
 ) -> tuple[int, int, int, list[Mutant]]:
-    """``(mutants, killed, equivalent, survivors)`` of one module, ``jobs`` mutants at a time
-    (each in its own copy of the package)."""
-    tests = MODULES[module]
+    """``(mutants, killed, equivalent, survivors)`` of one module against ``tests`` (default:
+    its tests in :data:`MODULES`), ``jobs`` mutants at a time (each in its own copy of the
+    package, with its own fork server). With ``select``, each mutant runs only the tests that
+    ran its line (:func:`selected_tests`), and one that passes them is run against all the
+    tests before it counts as survived."""
+    tests = MODULES[module] if tests is None else tests
     found = [m for m in mutants(module) if only_lines is None or m.line in only_lines]
     to_run = [m for m in found if m.key not in EQUIVALENT]
     with tempfile.TemporaryDirectory(prefix="mutate-") as tmp:
         copies = [_package_copy(Path(tmp) / str(n)) for n in range(max(1, min(jobs, len(to_run))))]
-        original = (copies[0] / module).read_text(encoding="utf-8")
-        passed, baseline = _run_tests(copies[0], tests, None)
-        if not passed:
-            raise SystemExit(
-                f"{module}: the tests fail without any mutation: {tests}\n"
-                f"{_last_output.get(copies[0], '')}"
-            )
-        timeout = max(30.0, 10 * baseline)
-        free: queue.SimpleQueue[Path] = queue.SimpleQueue()
-        for copy_root in copies:
-            free.put(copy_root)
+        forks = [_Forks(copy_root, tests) for copy_root in copies]
+        try:
+            original = (copies[0] / module).read_text(encoding="utf-8")
+            baseline = forks[0].run(tests, None, cover=copies[0] / module if select else None)
+            if not baseline["passed"]:
+                raise SystemExit(
+                    f"{module}: the tests fail without any mutation: {tests}\n{baseline['output']}"
+                )
+            timeout = max(30.0, 10 * baseline["seconds"])
+            coverage = _Coverage.of(baseline) if select else None
+            headers = _headers(original)
+            free: queue.SimpleQueue[_Forks] = queue.SimpleQueue()
+            for server in forks:
+                free.put(server)
+            runs: list[int] = []  # tests selected per mutant run (0: all)
+            killers: dict[str, dict[str, int]] = {}  # function -> test -> mutants it killed
 
-        def survives(mutant: Mutant) -> bool:
-            copy_root = free.get()
-            target = copy_root / module
-            try:
-                with _AST_LOCK:
-                    text = mutated_source(mutant)
-                target.write_text(text, encoding="utf-8")
-                return _run_tests(copy_root, tests, timeout)[0]
-            finally:
-                target.write_text(original, encoding="utf-8")
-                free.put(copy_root)
+            def survives(mutant: Mutant) -> bool | None:
+                """True, False, or None when no test runs its line (survived, not run)."""
+                chosen = None if coverage is None else selected_tests(mutant, headers, coverage)
+                if chosen == ():
+                    return None
+                server = free.get()
+                target = server.copy_root / module
+                try:
+                    with _AST_LOCK:
+                        text = mutated_source(mutant)
+                    target.write_text(text, encoding="utf-8")
+                    runs.append(0 if chosen is None else len(chosen))
+                    if chosen is not None and coverage is not None:
+                        chosen = _killers_first(
+                            chosen, killers.get(mutant.function, {}), coverage.seconds
+                        )
+                    answer = server.run(chosen or tests, timeout)
+                    if answer["passed"] and chosen is not None:
+                        answer = server.run(tests, timeout)  # survived: all tests missed it
+                    failed = answer.get("failed")
+                    if failed:
+                        counts = killers.setdefault(mutant.function, {})
+                        counts[failed] = counts.get(failed, 0) + 1
+                    return bool(answer["passed"])
+                finally:
+                    target.write_text(original, encoding="utf-8")
+                    free.put(server)
 
-        survivors: list[Mutant] = []
-        with ThreadPoolExecutor(max_workers=len(copies)) as pool:
-            for number, (mutant, survived) in enumerate(
-                zip(to_run, pool.map(survives, to_run), strict=True), 1
-            ):
-                if survived:
-                    survivors.append(mutant)
-                    print(
-                        f"  SURVIVED {module}:{mutant.line} {mutant.function}: {mutant.operator}",
-                        flush=True,
-                    )
-                if number % 20 == 0:
-                    print(f"  {module}: {number}/{len(to_run)}", flush=True)
+            survivors: list[Mutant] = []
+            unrun = 0
+            with ThreadPoolExecutor(max_workers=len(copies)) as pool:
+                for number, (mutant, survived) in enumerate(
+                    zip(to_run, pool.map(survives, to_run), strict=True), 1
+                ):
+                    if survived is None:
+                        unrun += 1
+                    if survived is None or survived:
+                        survivors.append(mutant)
+                        why = " (no test runs this line)" if survived is None else ""
+                        print(
+                            f"  SURVIVED {module}:{mutant.line} {mutant.function}: "
+                            f"{mutant.operator}{why}",
+                            flush=True,
+                        )
+                    if number % 20 == 0:
+                        print(f"  {module}: {number}/{len(to_run)}", flush=True)
+        finally:
+            for server in forks:
+                server.close()
+    if coverage is not None and to_run:
+        everything = len(coverage.tests)
+        chosen = [n or everything for n in runs]
+        average = sum(chosen) / len(chosen) if chosen else 0.0
+        print(
+            f"{module}: {len(runs)} mutants run, against {average:.1f} of {everything} tests "
+            f"on average; {unrun} on lines no test runs (survived, not run)",
+            flush=True,
+        )
     equivalent = len(found) - len(to_run)
     return len(found), len(to_run) - len(survivors), equivalent, survivors
 
@@ -931,6 +1154,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--jobs", type=int, default=1, metavar="N", help="mutants tested at a time (default 1)"
     )
+    parser.add_argument(
+        "--all-tests",
+        action="store_true",
+        help="run each mutant against all the module's tests (no selection by coverage)",
+    )
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
@@ -947,7 +1175,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for module in modules:
         print(f"{module}: {len(mutants(module))} mutants, tests {' '.join(MODULES[module])}")
-        total, killed, equivalent, survivors = run_module(module, only, args.jobs)
+        total, killed, equivalent, survivors = run_module(
+            module, only, args.jobs, select=not args.all_tests
+        )
         rows.append((module, total, killed, equivalent, len(survivors)))
         print(f"{module}: {_score(killed, total, equivalent)} killed", flush=True)
     stamp = _stamp()

@@ -234,3 +234,75 @@ def test_keys_of_the_audit_operators_are_stable_and_unique() -> None:
     ]
     assert spends and all(m.key.startswith(f"{module}:") for m in spends)
     assert len({m.key for m in found}) == len(found)
+
+
+LABELS = "endpointslice_operator/reconciler/labels.py"
+KEYS_TEST = "tests/reconciler/test_labels.py::test_the_keys_are_upstreams"
+TRIGGER_TESTS = (
+    "tests/reconciler/test_labels.py::"
+    "test_trigger_times_are_rfc3339nano_in_utc_without_trailing_zeros"
+)
+
+
+def _line_of(module: str, text: str) -> int:
+    (line,) = {m.line for m in mutate.mutants(module) if m.text == text}
+    return line
+
+
+def test_selection_runs_a_mutant_against_the_tests_that_ran_its_statement(
+    tmp_path: Path,
+) -> None:
+    """One run under coverage (a fork of the fork server) tells which test ran which line."""
+    copy_root = mutate._package_copy(tmp_path)
+    server = mutate._Forks(copy_root, (KEYS_TEST, TRIGGER_TESTS))
+    try:
+        answer = server.run((KEYS_TEST, TRIGGER_TESTS), None, cover=copy_root / LABELS)
+    finally:
+        server.close()
+    assert answer["passed"]
+    coverage = mutate._Coverage.of(answer)
+    assert coverage.tests[0] == KEYS_TEST and len(coverage.tests) == 5  # and 4 cases
+    source = (ROOT / LABELS).read_text(encoding="utf-8")
+    headers = mutate._headers(source)
+    found = mutate.mutants(LABELS)
+
+    def chosen(text: str) -> set[tuple[str, ...] | None]:
+        return {mutate.selected_tests(m, headers, coverage) for m in found if m.text == text}
+
+    fraction = 'text += "." + f"{moment.microsecond:06d}".rstrip("0")'
+    (cases,) = chosen(fraction)
+    assert cases is not None and len(cases) == 3  # the three with a fraction of a second
+    assert all(case.startswith(f"{TRIGGER_TESTS}[") for case in cases)
+    assert chosen("if moment.microsecond:") == {coverage.tests[1:]}  # the four cases
+    assert chosen('return isinstance(cluster_ip, str) and cluster_ip not in ("", "None")') == {
+        ()
+    }  # no test of the two runs it
+    # outside functions: every test (the module's state is every later test's)
+    assert chosen('LABEL_HEADLESS = "service.kubernetes.io/headless"') == {None}
+
+
+def test_a_mutant_on_a_line_no_test_runs_survives_without_a_run(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    line = _line_of(LABELS, "if not labels:")  # _user_labels, which the keys test never calls
+    expected = [m for m in mutate.mutants(LABELS) if m.line == line]
+    total, killed, equivalent, survivors = mutate.run_module(LABELS, {line}, tests=(KEYS_TEST,))
+    assert (total, killed, equivalent) == (len(expected), 0, 0)
+    assert survivors == expected
+    out = capsys.readouterr().out
+    assert out.count("(no test runs this line)") == len(expected)
+    assert f"{len(expected)} on lines no test runs (survived, not run)" in out
+
+
+def test_a_mutant_is_killed_by_the_one_test_that_covers_it() -> None:
+    """The keys test runs first and passes on every mutant of the trigger time's fraction;
+    the trigger-time test, the only one that runs that line, kills each of them."""
+    line = _line_of(LABELS, 'text += "." + f"{moment.microsecond:06d}".rstrip("0")')
+    found = [m for m in mutate.mutants(LABELS) if m.line == line]
+    equivalent = [m for m in found if m.key in mutate.EQUIVALENT]
+    assert len(equivalent) == 1  # rstrip("0") -> rstrip("XX0XX"): the same set of characters
+    total, killed, skipped, survivors = mutate.run_module(
+        LABELS, {line}, tests=(KEYS_TEST, TRIGGER_TESTS)
+    )
+    assert (total, skipped, survivors) == (len(found), 1, [])
+    assert killed == len(found) - 1 >= 3
