@@ -8,6 +8,7 @@ import re
 import secrets
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 
 from scripts.render_manifests import render_objects
 from tests.realcluster import objects as o
+from tests.realcluster.chart_rbac import chart_account, published
 from tests.realcluster.conftest import Cluster
 from tests.realcluster.deadline import slowdown
 from tests.realcluster.kube import Kube, eventually
@@ -27,11 +29,6 @@ LEADER = "endpointslice_operator_leader"
 
 async def leaders(*replicas: OperatorProcess) -> list[OperatorProcess]:
     return [r for r in replicas if await r.metric(LEADER) == 1]
-
-
-async def published(kube: Kube, ns: str, expected: set[str]) -> bool:
-    assert o.addresses(await kube.slices(ns, "web")) == expected
-    return True
 
 
 async def test_two_replicas_one_leader_and_failover_after_kill_9(
@@ -140,41 +137,18 @@ async def test_two_operators_of_one_managed_by_with_leases_in_two_namespaces_one
         await kube.delete(f"/api/v1/namespaces/{other}")
 
 
-RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+def _named(suffix: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda item: bool(item["metadata"]["name"].endswith(suffix))
 
 
-def rbac_objects(
-    release: str, namespace: str, values: dict[str, Any] | None = None
-) -> list[dict[str, Any]]:
-    return [
-        item
-        for item in render_objects(values or {}, name=release, namespace=namespace)
-        if item["kind"] in RBAC_KINDS
-    ]
-
-
-def path_of(item: dict[str, Any]) -> str:
-    group_version = item["apiVersion"]
-    base = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
-    plural = {"ServiceAccount": "serviceaccounts"}.get(item["kind"], item["kind"].lower() + "s")
-    namespace = item["metadata"].get("namespace")
-    scope = f"/namespaces/{namespace}" if namespace else ""
-    return f"{base}{scope}/{plural}"
+def _not_named(suffix: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda item: not item["metadata"]["name"].endswith(suffix)
 
 
 async def test_the_operator_runs_under_the_charts_rbac_and_nothing_more(
     cluster: Cluster, kube: Kube, ns: str, log_dir: Path
 ) -> None:
-    if cluster.plane is None:
-        pytest.skip("needs the fixture's control plane to mint a ServiceAccount token")
-    release = f"eso-{secrets.token_hex(3)}"
-    created = []
-    try:
-        for item in rbac_objects(release, ns):
-            await kube.create(path_of(item), item)
-            created.append(item)
-        (account,) = [i for i in created if i["kind"] == "ServiceAccount"]
-        _, kubeconfig = cluster.plane.service_account_token(ns, account["metadata"]["name"])
+    async with chart_account(cluster, kube, ns) as kubeconfig:
         await o.node(kube, "node-a", "zone-a")
         await o.service(kube, ns, "web", annotations={o.SELECTOR: "app=web"})
         await o.pod(kube, ns, "web-0", "10.1.0.1")
@@ -213,10 +187,6 @@ async def test_the_operator_runs_under_the_charts_rbac_and_nothing_more(
             # And what it needs, it has.
             status, _ = await restricted.status_of("GET", "/api/v1/pods?limit=1")
             assert status == 200
-    finally:
-        for item in reversed(created):
-            if not item["metadata"].get("namespace"):
-                await kube.delete(f"{path_of(item)}/{item['metadata']['name']}")
 
 
 async def test_without_the_right_to_list_leases_it_says_so_once_and_elects_on_its_own_lease(
@@ -224,18 +194,7 @@ async def test_without_the_right_to_list_leases_it_says_so_once_and_elects_on_it
 ) -> None:
     """The chart's RBAC but its read-only `<fullname>-leases` ClusterRole (an older chart, or
     RBAC made by hand): one warning names the missing rule, and the operator still leads."""
-    if cluster.plane is None:
-        pytest.skip("needs the fixture's control plane to mint a ServiceAccount token")
-    release = f"eso-{secrets.token_hex(3)}"
-    created = []
-    try:
-        for item in rbac_objects(release, ns):
-            if item["metadata"]["name"].endswith("-leases"):
-                continue
-            await kube.create(path_of(item), item)
-            created.append(item)
-        (account,) = [i for i in created if i["kind"] == "ServiceAccount"]
-        _, kubeconfig = cluster.plane.service_account_token(ns, account["metadata"]["name"])
+    async with chart_account(cluster, kube, ns, keep=_not_named("-leases")) as kubeconfig:
         await o.node(kube, "node-a", "zone-a")
         await o.service(kube, ns, "web", annotations={o.SELECTOR: "app=web"})
         await o.pod(kube, ns, "web-0", "10.1.0.1")
@@ -249,10 +208,6 @@ async def test_without_the_right_to_list_leases_it_says_so_once_and_elects_on_it
             assert len(said) == 1, said
             assert " WARNING " in said[0] and "(403" in said[0]
             assert "Grant list on coordination.k8s.io leases cluster-wide" in said[0]
-    finally:
-        for item in reversed(created):
-            if not item["metadata"].get("namespace"):
-                await kube.delete(f"{path_of(item)}/{item['metadata']['name']}")
 
 
 def _slice(ns: str, name: str, managed_by: str) -> dict[str, Any]:
@@ -275,31 +230,18 @@ async def test_the_cleanup_hook_deletes_our_slices_under_its_own_rbac(
     cluster: Cluster, kube: Kube, ns: str
 ) -> None:
     """The chart's cleanupOnUninstall Job, as its pod would run it: its args, its account."""
-    if cluster.plane is None:
-        pytest.skip("needs the fixture's control plane to mint a ServiceAccount token")
     release = f"eso-{secrets.token_hex(3)}"
     managed_by = f"{release}.example.com"  # unique: the shared operator's slices stay out of it
     values = {"cleanupOnUninstall": {"enabled": True}, "managedBy": managed_by}
-    hook = [
-        item
-        for item in rbac_objects(release, ns, values)
-        if item["metadata"]["name"].endswith("-cleanup")
-    ]
     (job,) = [
         item for item in render_objects(values, name=release, namespace=ns) if item["kind"] == "Job"
     ]
     (container,) = job["spec"]["template"]["spec"]["containers"]
-    created = []
-    try:
-        for item in hook:
-            await kube.create(path_of(item), item)
-            created.append(item)
+    hook_only = _named("-cleanup")
+    async with chart_account(cluster, kube, ns, values, hook_only, release) as kubeconfig:
         slices = f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"
         for name, owner in (("ours-1", managed_by), ("ours-2", managed_by), ("kcm", "x.k8s.io")):
             await kube.create(slices, _slice(ns, name, owner))
-        _, kubeconfig = cluster.plane.service_account_token(
-            ns, job["spec"]["template"]["spec"]["serviceAccountName"]
-        )
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "endpointslice_operator", *container["command"][1:],
             *container["args"], "--kubeconfig", str(kubeconfig),
@@ -313,10 +255,6 @@ async def test_the_cleanup_hook_deletes_our_slices_under_its_own_rbac(
         left = await kube.get(slices)
         assert [item["metadata"]["name"] for item in left["items"]
                 if item["metadata"]["name"] in {"ours-1", "ours-2", "kcm"}] == ["kcm"]  # fmt: skip
-    finally:
-        for item in reversed(created):
-            if not item["metadata"].get("namespace"):
-                await kube.delete(f"{path_of(item)}/{item['metadata']['name']}")
 
 
 async def test_a_lease_refused_by_rbac_is_named_once_with_what_to_set(
@@ -325,28 +263,22 @@ async def test_a_lease_refused_by_rbac_is_named_once_with_what_to_set(
     """Issue 28, item 8: the chart's RBAC grants Leases in the release namespace only; with the
     Lease put elsewhere every attempt is refused (403). The log names the Lease and its
     namespace and says what to set, once (then a count a minute), not once per retry."""
-    if cluster.plane is None:
-        pytest.skip("needs the fixture's control plane to mint a ServiceAccount token")
-    release = f"eso-{secrets.token_hex(3)}"
     elsewhere = f"{ns}-elsewhere"
-    created = []
     try:
         await kube.create(
             "/api/v1/namespaces",
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": elsewhere}},
         )
-        for item in rbac_objects(release, ns):
-            await kube.create(path_of(item), item)
-            created.append(item)
-        (account,) = [i for i in created if i["kind"] == "ServiceAccount"]
-        _, kubeconfig = cluster.plane.service_account_token(ns, account["metadata"]["name"])
-        async with running(
-            kubeconfig,
-            log_dir / "operator.log",
-            "--lease-namespace",
-            elsewhere,
-            leader_election=True,
-        ) as operator:
+        async with (
+            chart_account(cluster, kube, ns) as kubeconfig,
+            running(
+                kubeconfig,
+                log_dir / "operator.log",
+                "--lease-namespace",
+                elsewhere,
+                leader_election=True,
+            ) as operator,
+        ):
 
             async def refused() -> list[str]:
                 lines = [line for line in operator.log().splitlines() if "(403)" in line]
@@ -370,9 +302,6 @@ async def test_a_lease_refused_by_rbac_is_named_once_with_what_to_set(
             assert attempts is not None and int(attempts.group(1)) >= 10, later
             assert await operator.metric(LEADER) == 0
     finally:
-        for item in reversed(created):
-            if not item["metadata"].get("namespace"):
-                await kube.delete(f"{path_of(item)}/{item['metadata']['name']}")
         await kube.delete(f"/api/v1/namespaces/{elsewhere}")
 
 
@@ -383,16 +312,7 @@ async def test_endpoints_refused_by_the_default_rbac_name_the_chart_value(
     under the chart's default RBAC (get/list/watch on Endpoints only): the API server refuses
     the create, and the Warning Event and the log say what to set (``endpoints.write``),
     beside the server's own words. The slices are published all the same."""
-    if cluster.plane is None:
-        pytest.skip("needs the fixture's control plane to mint a ServiceAccount token")
-    release = f"eso-{secrets.token_hex(3)}"
-    created = []
-    try:
-        for item in rbac_objects(release, ns):
-            await kube.create(path_of(item), item)
-            created.append(item)
-        (account,) = [i for i in created if i["kind"] == "ServiceAccount"]
-        _, kubeconfig = cluster.plane.service_account_token(ns, account["metadata"]["name"])
+    async with chart_account(cluster, kube, ns) as kubeconfig:
         await o.node(kube, "node-a", "zone-a")
         annotations = {o.SELECTOR: "app=web", "endpointslice-operator.io/endpoints": "true"}
         await o.service(kube, ns, "web", annotations=annotations)
@@ -412,7 +332,3 @@ async def test_endpoints_refused_by_the_default_rbac_name_the_chart_value(
             assert "set the chart value endpoints.write=true" in event["message"]
             assert "set the chart value endpoints.write=true" in operator.log()
             await eventually(lambda: published(kube, ns, {"10.1.0.1"}), timeout=60)
-    finally:
-        for item in reversed(created):
-            if not item["metadata"].get("namespace"):
-                await kube.delete(f"{path_of(item)}/{item['metadata']['name']}")

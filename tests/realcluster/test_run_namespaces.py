@@ -6,16 +6,15 @@ check."""
 
 from __future__ import annotations
 
-import secrets
 from pathlib import Path
 
 import pytest
 
 from tests.realcluster import objects as o
+from tests.realcluster.chart_rbac import chart_account, published
 from tests.realcluster.conftest import Cluster
 from tests.realcluster.kube import Kube, eventually
 from tests.realcluster.operator_process import running
-from tests.realcluster.test_ha_and_rbac import path_of, published, rbac_objects
 
 pytestmark = pytest.mark.realcluster
 
@@ -57,16 +56,7 @@ async def test_a_namespace_that_does_not_exist_is_named_once_and_served_once_cre
 async def test_without_the_right_to_read_namespaces_it_says_once_it_cannot_check(
     cluster: Cluster, kube: Kube, ns: str, log_dir: Path
 ) -> None:
-    if cluster.plane is None:
-        pytest.skip("needs the fixture's control plane to mint a ServiceAccount token")
-    release = f"eso-{secrets.token_hex(3)}"
-    created = []
-    try:
-        for item in rbac_objects(release, ns):
-            await kube.create(path_of(item), item)
-            created.append(item)
-        (account,) = [i for i in created if i["kind"] == "ServiceAccount"]
-        _, kubeconfig = cluster.plane.service_account_token(ns, account["metadata"]["name"])
+    async with chart_account(cluster, kube, ns) as kubeconfig:
         async with running(
             kubeconfig,
             log_dir / "operator.log",
@@ -84,7 +74,3 @@ async def test_without_the_right_to_read_namespaces_it_says_once_it_cannot_check
             (line,) = await eventually(said, timeout=30)
             assert "reading namespaces is not allowed" in line and "is forbidden" in line, line
             assert "(--namespace) does not exist" not in operator.log()
-    finally:
-        for item in reversed(created):
-            if not item["metadata"].get("namespace"):
-                await kube.delete(f"{path_of(item)}/{item['metadata']['name']}")
