@@ -167,7 +167,7 @@ def desired_from_endpoints(
     desired = DesiredEndpoints.empty((IPV4, IPV6))
     skipped = 0
     invalid = 0
-    for subset in repack_subsets(_subsets(endpoints)):
+    for subset in repack_subsets(_subsets(endpoints), app_protocol_per_subset=True):
         ports = _ports(subset)
         for address_type in (IPV4, IPV6):
             groups = desired.groups[address_type]
