@@ -20,8 +20,8 @@ generated content: ``m<i>-kcm`` (not opted in: kube-controller-manager's mirrori
 mirrors it) and ``m<i>-eso`` (opted in with ``<prefix>/source: endpoints``; its Endpoints
 labelled ``endpointslice.kubernetes.io/skip-mirror: "true"`` so that only the operator mirrors
 it). Generated: 1-4 subsets of 0-3 ports each, addresses ready and not ready drawn from one pool
-(so the same address recurs across subsets and within one), IPv4, IPv6 and IPv6 written out
-longhand (the server accepts it with a warning; both publish it canonical), hostname, nodeName
+(so the same address recurs across subsets and within one), IPv4 or IPv6 (one family per
+scenario, see ``UPSTREAM_RECYCLING``), IPv6 also written out longhand (both publish it short), hostname, nodeName
 and targetRef, now and then a subset of more than 1000 addresses (upstream mirrors at most
 ``--mirroring-max-endpoints-per-subset``, 1000, of each subset), labels and annotations on the
 Endpoints; then random changes. Compared per address type: each slice's ports in order, its
