@@ -6,6 +6,12 @@ fed to the same :class:`~endpointslice_operator.reconciler.planner.Reconciler` w
 ``placeholder=False``. Packing is upstream's: one slice per (address type, port set) of at most
 ``--max-endpoints-per-subset`` (1000), extra slices merged into the first. Unlike upstream, the
 ``skip-mirror`` label is not copied onto the slices.
+
+Order-dependent upstream, not ported: when two repacked subsets offer the same port list (a port
+with an ``appProtocol`` in several subsets is packed per subset, see
+:func:`~.core_endpoints.repack_subsets`) and the same address, ready in one and not ready in the
+other, the endpoint takes the readiness of the subset ordered last: upstream's order is a hash
+of each subset's Go debug dump, ours the subsets' content.
 """
 
 from __future__ import annotations

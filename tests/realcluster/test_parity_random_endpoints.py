@@ -19,11 +19,12 @@ and resourceVersions included, which is random from one run to the next.
 generated content: ``m<i>-kcm`` (not opted in: kube-controller-manager's mirroring controller
 mirrors it) and ``m<i>-eso`` (opted in with ``<prefix>/source: endpoints``; its Endpoints
 labelled ``endpointslice.kubernetes.io/skip-mirror: "true"`` so that only the operator mirrors
-it). Generated: 1-4 subsets of 0-3 ports each, addresses ready and not ready drawn from one pool
-(so the same address recurs across subsets and within one), IPv4 or IPv6 (one family per
-scenario, see ``UPSTREAM_RECYCLING``), IPv6 also written out longhand (both publish it short), hostname, nodeName
-and targetRef, now and then a subset of more than 1000 addresses (upstream mirrors at most
-``--mirroring-max-endpoints-per-subset``, 1000, of each subset), labels and annotations on the
+it). Generated: 1-4 subsets of 0-3 ports each (a port with an appProtocol in one subset only,
+see ``UPSTREAM_APP_PROTOCOL``), addresses ready and not ready drawn from one pool (so the same
+address recurs across subsets and within one), IPv4 or IPv6 (one family per scenario, see
+``UPSTREAM_RECYCLING``), IPv6 also written out longhand (both publish it short), hostname,
+nodeName and targetRef, now and then a subset of more than 1000 addresses (upstream mirrors at
+most ``--mirroring-max-endpoints-per-subset``, 1000, of each subset), labels and annotations on the
 Endpoints; then random changes. Compared per address type: each slice's ports in order, its
 endpoints with every field (as a set: upstream's order within a mirrored slice follows a Go
 map walk), its labels and annotations (managed-by, service-name and the trigger time aside),
@@ -321,8 +322,13 @@ async def test_random_endpoints_agree_with_kube_controller_manager(
             await add_pod_pair(kube, twins, rng, scenario * 2000 + index, scenario)
             for index in range(count)
         ]
+        # A Service change makes both sync every pod as it is now: upstream's pod handler
+        # ignores a phase change alone (a pod turned Failed with its Ready condition still
+        # True stays published until the Service's next sync), so without it the comparison
+        # would depend on when each controller last synced.
+        await twins.patch_service({"metadata": {"labels": {STEP: "pods"}}})
         step = f"scenario {scenario} created: {spec}, {count} pods"
-        await endpoints_agree(kube, twins, seed, step, "created")
+        await endpoints_agree(kube, twins, seed, step, "pods")
         for round_ in range(3):
             what = await change_endpoints(kube, rng, twins, names, headless)
             marker = f"change-{round_}"
@@ -358,6 +364,15 @@ of both families in one sync and a delete in one of them, it may drop a create o
 family and send the recycled slice as a create with a name, refused as existing; which one
 depends on Go's map order, so the sync fails or not at random and retries with a growing
 back-off. The operator creates them all; the referee compares only what upstream reaches."""
+
+
+UPSTREAM_APP_PROTOCOL = "a port with an appProtocol in one subset only"
+"""Upstream's RepackSubsets keys ports by the Go struct, whose appProtocol is a pointer: the
+same port with an appProtocol in two subsets is two ports, packed apart, so after repacking
+two subsets may offer the same port list and the same address, ready in one and not ready in
+the other. Mirroring then keeps the readiness of the subset ordered last, by a hash of its Go
+debug dump (``SubsetsByHash``), which the operator does not port (it orders subsets by content):
+the referee does not generate that case."""
 
 
 PORT_CATALOGUE: tuple[JSON, ...] = (
@@ -397,9 +412,12 @@ def random_subsets(rng: random.Random, scenario: int) -> list[JSON]:
     pool_size = rng.choice((3, 10, 40))
     pool = [_ip(rng, i, scenario, ipv6) for i in range(pool_size)]
     subsets = []
+    catalogue = list(PORT_CATALOGUE)
     for _ in range(rng.choice((1, 1, 2, 3, 4))):
         subset: JSON = {}
-        ports = rng.sample(PORT_CATALOGUE, k=rng.choice((0, 1, 1, 2, 3)))
+        ports = rng.sample(catalogue, k=min(len(catalogue), rng.choice((0, 1, 1, 2, 3))))
+        # A port with an appProtocol in one subset only: see UPSTREAM_APP_PROTOCOL.
+        catalogue = [p for p in catalogue if "appProtocol" not in p or p not in ports]
         if len(ports) > 1:  # the server wants every port of a subset named, but a lone one
             ports = [p for p in ports if "name" in p]
         if ports:
