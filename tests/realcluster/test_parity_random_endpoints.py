@@ -506,13 +506,16 @@ def mirrored_view(slices: list[JSON]) -> dict[str, list[str]]:
     return {family: sorted(items) for family, items in view.items()}
 
 
-async def mirrors_agree(kube: Kube, twins: MirrorTwins, seed: int, step: str, marker: str) -> None:
+async def mirrors_agree(
+    kube: Kube, twins: MirrorTwins, seed: int, step: str, marker: str, subsets: list[JSON]
+) -> None:
     """Wait until every mirrored slice on both sides carries the ``step`` annotation
-    ``marker`` and both agree."""
+    ``marker`` (and there is one, if ``subsets`` hold addresses) and both agree."""
 
     async def same() -> bool:
         kcm_slices = await kube.slices(twins.ns, twins.kcm, manager=KCM_MIRRORING)
         our_slices = await kube.slices(twins.ns, twins.ours, manager=OURS)
+        assert kcm_slices or not subsets, (step, "not mirrored yet")
         for side, items in (("kcm", kcm_slices), ("ours", our_slices)):
             for item in items:
                 seen = (item["metadata"].get("annotations") or {}).get(STEP)
@@ -535,7 +538,8 @@ async def test_random_mirroring_agrees_with_kube_controller_manager(
         subsets = random_subsets(rng, scenario)
         labels, notes = random_meta(rng)
         await twins.create(subsets, labels, {**notes, STEP: "created"})
-        await mirrors_agree(kube, twins, seed, f"scenario {scenario} created: {subsets}", "created")
+        step = f"scenario {scenario} created: {subsets}"
+        await mirrors_agree(kube, twins, seed, step, "created", subsets)
         for round_ in range(3):
             subsets = random_subsets(rng, scenario)
             if rng.random() < 0.3:
@@ -543,4 +547,4 @@ async def test_random_mirroring_agrees_with_kube_controller_manager(
             marker = f"change-{round_}"
             await twins.replace(subsets, labels, {**notes, STEP: marker})
             step = f"scenario {scenario} change {round_}: {subsets} {labels} {notes}"
-            await mirrors_agree(kube, twins, seed, step, marker)
+            await mirrors_agree(kube, twins, seed, step, marker, subsets)
