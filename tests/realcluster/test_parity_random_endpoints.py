@@ -64,6 +64,8 @@ ENDPOINTS_OPT_IN = "endpointslice-operator.io/endpoints"
 SOURCE = "endpointslice-operator.io/source"
 SKIP_MIRROR = "endpointslice.kubernetes.io/skip-mirror"
 ENDPOINTS_MANAGED_BY = "endpoints.kubernetes.io/managed-by"
+OVER_CAPACITY = "endpoints.kubernetes.io/over-capacity"
+ADDRESS_FIELDS = ("addresses", "notReadyAddresses")
 KCM_MIRRORING = "endpointslicemirroring-controller.k8s.io"
 STEP = "step"
 """A Service label (Endpoints) or Endpoints annotation (mirroring) naming the last change: the
@@ -227,6 +229,13 @@ def endpoints_view(obj: JSON | None, side: dict[str, str]) -> dict[str, Any]:
         )
         for s in obj.get("subsets") or []
     )
+    if annotations.get(OVER_CAPACITY) and len(subsets) > 1:
+        # Truncated: each subset keeps its share of the 1000 but the one ordered last, which
+        # gets what is left; upstream's subset order is a hash with pod UIDs in it (random),
+        # so only the ports and the number of addresses kept are compared.
+        subsets = sorted(repr(s.get("ports") or []) for s in obj.get("subsets") or [])
+        kept = sum(len(s.get(f) or []) for s in obj["subsets"] for f in ADDRESS_FIELDS)
+        subsets.append(f"{kept} addresses")
     return {
         "labels": {k: v for k, v in labels.items() if k not in SIDE_LABELS},
         "annotations": annotations,
