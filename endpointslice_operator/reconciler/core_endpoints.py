@@ -3,8 +3,8 @@
 A port of ``syncService`` of ``pkg/controller/endpoint`` (no API calls) and ``RepackSubsets`` of
 ``pkg/api/v1/endpoints``; a selectorless Service is not skipped (the caller selects the pods).
 Differences no consumer sees: subsets ordered by content, not upstream's FNV-1a hash of Go's
-debug printing (ports inside a subset in v1.36's ``portsByHash`` order); equal ports merged by
-``appProtocol`` value, not Go pointer.
+debug printing, which takes in pod UIDs and resourceVersions: random from one cluster to the
+next (ports inside a subset in v1.36's ``portsByHash`` order).
 """
 
 from __future__ import annotations
@@ -136,7 +136,9 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def repack_subsets(subsets: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def repack_subsets(
+    subsets: Iterable[Mapping[str, Any]], *, app_protocol_per_subset: bool = False
+) -> list[dict[str, Any]]:
     """Upstream ``RepackSubsets``: the canonical layout of a list of Endpoints subsets.
 
     Every (address, port) pair is expanded; an address is identified by its IP and targetRef
@@ -144,11 +146,18 @@ def repack_subsets(subsets: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]
     address and port. Ports offering the same set of (address, readiness) are then packed into
     one subset. A subset without ports keeps its addresses in a subset without ports. Input is
     not modified; the result is fresh.
+
+    ``app_protocol_per_subset``: upstream keys its map by the Go port struct, whose
+    ``appProtocol`` is a pointer. In an Endpoints object read from the API (mirroring) every
+    subset's ports are their own values, so a port with an ``appProtocol`` in two subsets is
+    two ports, each packed with its own subset's addresses; a port without one is one port.
+    (The Endpoints controller's ports of one Service port share a pointer across pods: the
+    default, one port per value.) Two such ports packed into one subset are written once.
     """
     first_seen: dict[tuple[str, str], Mapping[str, Any]] = {}
-    by_port: dict[_PortValue, dict[tuple[str, str], bool]] = {}
+    by_port: dict[tuple[_PortValue, int], dict[tuple[str, str], bool]] = {}
 
-    def add(address: Any, port: _PortValue, ready: bool) -> None:
+    def add(address: Any, port: tuple[_PortValue, int], ready: bool) -> None:
         if not isinstance(address, Mapping):
             return
         key = _address_key(address)
@@ -158,12 +167,13 @@ def repack_subsets(subsets: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]
             readiness[key] = ready
 
     untyped: Iterable[object] = subsets
-    for given in untyped:
+    for index, given in enumerate(untyped):
         if not isinstance(given, Mapping):
             continue
-        ports = [_port_value(p) for p in _list(given.get("ports")) if isinstance(p, Mapping)]
-        if not ports:
-            ports = [("", _SENTINEL_PORT, "", None)]
+        values = [_port_value(p) for p in _list(given.get("ports")) if isinstance(p, Mapping)]
+        if not values:
+            values = [("", _SENTINEL_PORT, "", None)]
+        ports = [(v, index if app_protocol_per_subset and v[3] is not None else -1) for v in values]
         for port in ports:
             for address in _list(given.get("addresses")):
                 add(address, port, True)
@@ -172,14 +182,14 @@ def repack_subsets(subsets: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]
 
     # Ports with the same (address, ready) set share a subset, in first-seen order.
     groups: dict[frozenset[tuple[tuple[str, str], bool]], list[_PortValue]] = {}
-    for port, readiness in by_port.items():
+    for (value, _), readiness in by_port.items():
         members = frozenset(readiness.items())
         group = groups.setdefault(members, [])
-        if port[1] > 0:
-            group.append(port)
+        if value[1] > 0:
+            group.append(value)
 
     result: list[dict[str, Any]] = []
-    for members, ports in groups.items():
+    for members, packed in groups.items():
         ready = [copy.deepcopy(dict(first_seen[key])) for key, ok in members if ok]
         not_ready = [copy.deepcopy(dict(first_seen[key])) for key, ok in members if not ok]
         subset: dict[str, Any] = {}
@@ -187,8 +197,8 @@ def repack_subsets(subsets: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]
             subset["addresses"] = sorted(ready, key=_address_order)
         if not_ready:
             subset["notReadyAddresses"] = sorted(not_ready, key=_address_order)
-        if ports:
-            subset["ports"] = [_port_dict(p) for p in sorted(set(ports), key=_port_order)]
+        if packed:
+            subset["ports"] = [_port_dict(p) for p in sorted(set(packed), key=_port_order)]
         if ready or not_ready:
             result.append(subset)
     result.sort(key=_subset_order)

@@ -6,6 +6,12 @@ fed to the same :class:`~endpointslice_operator.reconciler.planner.Reconciler` w
 ``placeholder=False``. Packing is upstream's: one slice per (address type, port set) of at most
 ``--max-endpoints-per-subset`` (1000), extra slices merged into the first. Unlike upstream, the
 ``skip-mirror`` label is not copied onto the slices.
+
+Order-dependent upstream, not ported: when two repacked subsets offer the same port list (a port
+with an ``appProtocol`` in several subsets is packed per subset, see
+:func:`~.core_endpoints.repack_subsets`) and the same address, ready in one and not ready in the
+other, the endpoint takes the readiness of the subset ordered last: upstream's order is a hash
+of each subset's Go debug dump, ours the subsets' content.
 """
 
 from __future__ import annotations
@@ -167,7 +173,7 @@ def desired_from_endpoints(
     desired = DesiredEndpoints.empty((IPV4, IPV6))
     skipped = 0
     invalid = 0
-    for subset in repack_subsets(_subsets(endpoints)):
+    for subset in repack_subsets(_subsets(endpoints), app_protocol_per_subset=True):
         ports = _ports(subset)
         for address_type in (IPV4, IPV6):
             groups = desired.groups[address_type]

@@ -680,3 +680,41 @@ def test_without_adopting_only_a_controller_reference_to_the_endpoints_counts() 
     plan, _ = plan_mirroring(endpoints(subsets), existing, CONFIG, adopt=False)
     assert [s["metadata"]["name"] for s in plan.updates] == ["owned"]
     assert sorted(s["metadata"]["name"] for s in plan.deletes) == ["not-controller", "other-uid"]
+
+
+def _slice_ports(plan_creates: list[dict[str, Any]]) -> list[tuple[tuple[str, ...], int]]:
+    return sorted((tuple(p["name"] for p in s["ports"]), len(s["endpoints"])) for s in plan_creates)
+
+
+def test_a_port_with_app_protocol_in_two_subsets_is_packed_per_subset() -> None:
+    """Upstream's RepackSubsets keys ports by the Go struct, whose appProtocol is a pointer: in
+    an Endpoints object each subset's port is its own, so ``pg`` (with an appProtocol) of the
+    first subset and ``pg`` of the second are two ports, each packed with its own subset's
+    addresses: slices [http, pg] and [dns, pg]. Merged by value, ``pg`` would offer the union
+    and get a slice of its own (randomized referee, seed 938513567)."""
+    pg = {"name": "pg", "port": 5432, "protocol": "TCP", "appProtocol": "kubernetes.io/h2c"}
+    dns = {"name": "dns", "port": 53, "protocol": "UDP"}
+    http = {"name": "http", "port": 80, "protocol": "TCP"}
+    source = endpoints(
+        [
+            {"ports": [dns, dict(pg)], "addresses": [{"ip": "10.0.0.1"}]},
+            {"ports": [dict(pg), http], "addresses": [{"ip": "10.0.0.2"}]},
+        ]
+    )
+    plan, _ = plan_mirroring(source, [], CONFIG)
+    assert _slice_ports(plan.creates) == [(("dns", "pg"), 1), (("http", "pg"), 1)]
+
+
+def test_a_port_without_app_protocol_in_two_subsets_is_one_port() -> None:
+    """Without appProtocol the Go struct has no pointer: equal ports are one port, offering
+    the addresses of both subsets."""
+    dns = {"name": "dns", "port": 53, "protocol": "UDP"}
+    http = {"name": "http", "port": 80, "protocol": "TCP"}
+    source = endpoints(
+        [
+            {"ports": [dns, dict(http)], "addresses": [{"ip": "10.0.0.1"}]},
+            {"ports": [dict(http)], "addresses": [{"ip": "10.0.0.2"}]},
+        ]
+    )
+    plan, _ = plan_mirroring(source, [], CONFIG)
+    assert _slice_ports(plan.creates) == [(("dns",), 1), (("http",), 2)]

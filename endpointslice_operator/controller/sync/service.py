@@ -221,7 +221,17 @@ class ServiceSyncer:
         go_on, choice, source = await self._address_source(entry, verdict)
         if not go_on:
             return  # an unusable network annotation, or claims not listed yet: no writes
-        await self.writes.budgeted(lambda held: self._plan_and_apply(entry, held, choice, source))
+        try:
+            await self.writes.budgeted(
+                lambda held: self._plan_and_apply(entry, held, choice, source)
+            )
+        except Exception:
+            # Upstream's Endpoints controller is independent of the slice controller (it never
+            # reads Nodes, so a pod on a node not known yet fails only the slice sync): the
+            # Endpoints object is written all the same, then the slice sync is retried.
+            if self.endpoints is not None:
+                await self.endpoints.sync(entry, source)
+            raise
         if self.endpoints is not None:
             await self.endpoints.sync(entry, source)  # the same addresses as the slices
 
