@@ -115,6 +115,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "endpointslice_operator/reconciler/slices.py": (
         "tests/reconciler/test_slices.py",
+        "tests/reconciler/test_slice_objects_junk.py",
+        "tests/reconciler/test_slice_copies.py",
         "tests/reconciler/test_utils.py",
         "tests/reconciler/test_cached_slice.py",
         "tests/reconciler/test_slice_to_fill.py",
@@ -530,6 +532,23 @@ EQUIVALENT: dict[str, str] = {
     "self._endpoints -= len(evicted[2][1])": _SAME_LENGTH,
     "endpointslice_operator/reconciler/slices.py:forget:1->2:"
     "self._endpoints -= len(old[2][1])": _SAME_LENGTH,
+    "endpointslice_operator/reconciler/slices.py:copy_for_update:Str->XX:"
+    'k: json_copy(existing[k]) for k in existing if k not in ("metadata", "endpoints", "ports")': (
+        "the existing metadata copied too: the copy is replaced by the one made below, so the "
+        "update is the same (only the place of the key in the dict differs, which a JSON "
+        "object does not have)"
+    ),
+    "endpointslice_operator/reconciler/slices.py:copy_for_update:Str->XX:"
+    'k: json_copy(existing[k]) for k in existing if k not in ("metadata", "endpoints", "ports")'
+    " #3": (
+        "the existing ports copied too: the copy is replaced by the one made below from the "
+        "same ports, so the update is the same (only the place of the key differs)"
+    ),
+    "endpointslice_operator/reconciler/slices.py:copy_for_update:Str->XX:"
+    'if k not in ("managedFields", "labels") #2': (
+        "the existing labels copied too: the copy is replaced by the labels given just below, "
+        "so the update is the same (only the place of the key differs)"
+    ),
     # reconciler/cached_slice.py
     "endpointslice_operator/reconciler/cached_slice.py:_columns:Break->Continue:break": (
         "walking on through the record's pod IPs can only pick another string equal to the "
