@@ -125,6 +125,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "endpointslice_operator/reconciler/cached_slice.py": (
         "tests/reconciler/test_cached_slice.py",
+        "tests/reconciler/test_cached_slice_reads.py",
         "tests/controller/cache/test_indexes.py",
     ),
     "endpointslice_operator/reconciler/ports.py": (
@@ -553,6 +554,11 @@ EQUIVALENT: dict[str, str] = {
     "endpointslice_operator/reconciler/cached_slice.py:_columns:Break->Continue:break": (
         "walking on through the record's pod IPs can only pick another string equal to the "
         "address, held by the same record: the same value, shared either way"
+    ),
+    "endpointslice_operator/reconciler/cached_slice.py:_columns:Str->XX:"
+    'ref_kind = ref_ns = ""  # the targetRefs\' one kind and namespace, from the first endpoint': (
+        "kept only by a slice without endpoints, whose empty columns never read the kind or "
+        "the namespace (no state to build, no pod to look up)"
     ),
     "endpointslice_operator/reconciler/cached_slice.py:_column_states:True->False:"
     "columns = zip(self._nodes, self._zones, self._flags, self._names, self._uids, strict=True)": (
