@@ -84,6 +84,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "endpointslice_operator/reconciler/planner.py": (
         "tests/reconciler/test_slice_to_fill.py",
+        "tests/reconciler/test_planner_slice_writes.py",
         "tests/reconciler/test_planner.py",
         "tests/reconciler/test_reconciler.py",
         "tests/reconciler/test_trafficdist.py",
@@ -323,6 +324,33 @@ EQUIVALENT: dict[str, str] = {
     "endpointslice_operator/reconciler/planner.py:_plan_port_group:And->Or:"
     "if remaining and updates:": (
         "with nothing remaining the updates take empty runs; with no updates there is no loop"
+    ),
+    "endpointslice_operator/reconciler/planner.py:_plan_address_type:Swap0,1:"
+    "update_dicts = [work.build(own, address_type, ports) for work, ports in updates]": (
+        "every update is of an existing slice (a view), which build copies: the owner, the "
+        "address type and the ports are read only to make a new slice"
+    ),
+    "endpointslice_operator/reconciler/planner.py:_plan_address_type:Swap1,2:"
+    "update_dicts = [work.build(own, address_type, ports) for work, ports in updates]": (
+        "every update is of an existing slice (a view), which build copies: the owner, the "
+        "address type and the ports are read only to make a new slice"
+    ),
+    "endpointslice_operator/reconciler/planner.py:_name:Str->XX:"
+    'return name if isinstance(name, str) else ""': (
+        "the name given to slices without one, compared only with other such names: the "
+        "unchanged slices already leave out every name an update has, so another default "
+        "differs only for a slice named XXXX beside an unnamed one (every stored object has a "
+        "name)"
+    ),
+    "endpointslice_operator/reconciler/planner.py:_plan_port_group:Stmt->Pass:"
+    "unchanged.remove(fill)": (
+        "a slice is chosen to fill only when all that remains fits in it, so the loop ends "
+        "after it and the list of unchanged slices (local) is not read again"
+    ),
+    "endpointslice_operator/reconciler/planner.py:_plan_address_type:Swap0,1:"
+    "if len(deletes) == 1 and placeholder_equal(deletes[0].raw, placeholder):": (
+        "placeholder_equal is symmetric (each comparison is an equality of both sides' "
+        "values, over the union of their fields; test_slices holds it both ways)"
     ),
     # reconciler/mcs.py
     "endpointslice_operator/reconciler/mcs.py:plan_import_slices:False->True:"
