@@ -72,6 +72,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "endpointslice_operator/reconciler/sources.py": ("tests/reconciler/test_sources.py",),
     "endpointslice_operator/reconciler/records.py": (
         "tests/reconciler/test_records_edges.py",
+        "tests/reconciler/test_pod_record_shapes.py",
         "tests/reconciler/test_records.py",
     ),
     "endpointslice_operator/view/model.py": (
@@ -508,6 +509,17 @@ EQUIVALENT: dict[str, str] = {
     "if as_given is not None and as_given != items and len(as_given) == len(items):": (
         "only decides whether the label map is also filed under the items as given (or under "
         "None, never looked up); a later lookup finds the map built from them"
+    ),
+    "endpointslice_operator/reconciler/records.py:_intern_labels:If->IfNot:"
+    "if as_given is not None and as_given != items and len(as_given) == len(items):": (
+        "only decides whether the label map is also filed under the items as given (or under "
+        "None, never looked up, or under items that are the sorted ones already); a later "
+        "lookup by those items finds the map built from them, as rebuilding it would"
+    ),
+    "endpointslice_operator/reconciler/records.py:_intern_labels:Stmt->Pass:"
+    "_label_maps[as_given] = shared": (
+        "the label map not filed under the items as given: a later lookup by them misses and "
+        "finds the same map under the sorted items (only the cost differs)"
     ),
     "endpointslice_operator/reconciler/records.py:_reusable_ips:True->False:"
     "for entry, ip in zip(pod_ips, known, strict=True):": (
