@@ -72,6 +72,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "endpointslice_operator/reconciler/sources.py": ("tests/reconciler/test_sources.py",),
     "endpointslice_operator/reconciler/records.py": (
         "tests/reconciler/test_records_edges.py",
+        "tests/reconciler/test_pod_record_shapes.py",
         "tests/reconciler/test_records.py",
     ),
     "endpointslice_operator/view/model.py": (
@@ -84,6 +85,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "endpointslice_operator/reconciler/planner.py": (
         "tests/reconciler/test_slice_to_fill.py",
+        "tests/reconciler/test_planner_slice_writes.py",
         "tests/reconciler/test_planner.py",
         "tests/reconciler/test_reconciler.py",
         "tests/reconciler/test_trafficdist.py",
@@ -115,6 +117,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "endpointslice_operator/reconciler/slices.py": (
         "tests/reconciler/test_slices.py",
+        "tests/reconciler/test_slice_objects_junk.py",
+        "tests/reconciler/test_slice_copies.py",
         "tests/reconciler/test_utils.py",
         "tests/reconciler/test_cached_slice.py",
         "tests/reconciler/test_slice_to_fill.py",
@@ -123,6 +127,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "endpointslice_operator/reconciler/cached_slice.py": (
         "tests/reconciler/test_cached_slice.py",
+        "tests/reconciler/test_cached_slice_reads.py",
         "tests/controller/cache/test_indexes.py",
     ),
     "endpointslice_operator/reconciler/ports.py": (
@@ -321,6 +326,33 @@ EQUIVALENT: dict[str, str] = {
     "if remaining and updates:": (
         "with nothing remaining the updates take empty runs; with no updates there is no loop"
     ),
+    "endpointslice_operator/reconciler/planner.py:_plan_address_type:Swap0,1:"
+    "update_dicts = [work.build(own, address_type, ports) for work, ports in updates]": (
+        "every update is of an existing slice (a view), which build copies: the owner, the "
+        "address type and the ports are read only to make a new slice"
+    ),
+    "endpointslice_operator/reconciler/planner.py:_plan_address_type:Swap1,2:"
+    "update_dicts = [work.build(own, address_type, ports) for work, ports in updates]": (
+        "every update is of an existing slice (a view), which build copies: the owner, the "
+        "address type and the ports are read only to make a new slice"
+    ),
+    "endpointslice_operator/reconciler/planner.py:_name:Str->XX:"
+    'return name if isinstance(name, str) else ""': (
+        "the name given to slices without one, compared only with other such names: the "
+        "unchanged slices already leave out every name an update has, so another default "
+        "differs only for a slice named XXXX beside an unnamed one (every stored object has a "
+        "name)"
+    ),
+    "endpointslice_operator/reconciler/planner.py:_plan_port_group:Stmt->Pass:"
+    "unchanged.remove(fill)": (
+        "a slice is chosen to fill only when all that remains fits in it, so the loop ends "
+        "after it and the list of unchanged slices (local) is not read again"
+    ),
+    "endpointslice_operator/reconciler/planner.py:_plan_address_type:Swap0,1:"
+    "if len(deletes) == 1 and placeholder_equal(deletes[0].raw, placeholder):": (
+        "placeholder_equal is symmetric (each comparison is an equality of both sides' "
+        "values, over the union of their fields; test_slices holds it both ways)"
+    ),
     # reconciler/mcs.py
     "endpointslice_operator/reconciler/mcs.py:plan_import_slices:False->True:"
     'import_config = config.model_copy(update={"placeholder": False, "topology_hints": False})'
@@ -478,6 +510,17 @@ EQUIVALENT: dict[str, str] = {
         "only decides whether the label map is also filed under the items as given (or under "
         "None, never looked up); a later lookup finds the map built from them"
     ),
+    "endpointslice_operator/reconciler/records.py:_intern_labels:If->IfNot:"
+    "if as_given is not None and as_given != items and len(as_given) == len(items):": (
+        "only decides whether the label map is also filed under the items as given (or under "
+        "None, never looked up, or under items that are the sorted ones already); a later "
+        "lookup by those items finds the map built from them, as rebuilding it would"
+    ),
+    "endpointslice_operator/reconciler/records.py:_intern_labels:Stmt->Pass:"
+    "_label_maps[as_given] = shared": (
+        "the label map not filed under the items as given: a later lookup by them misses and "
+        "finds the same map under the sorted items (only the cost differs)"
+    ),
     "endpointslice_operator/reconciler/records.py:_reusable_ips:True->False:"
     "for entry, ip in zip(pod_ips, known, strict=True):": (
         "the lengths were checked equal just before: strict or not, zip gives the same pairs"
@@ -530,10 +573,32 @@ EQUIVALENT: dict[str, str] = {
     "self._endpoints -= len(evicted[2][1])": _SAME_LENGTH,
     "endpointslice_operator/reconciler/slices.py:forget:1->2:"
     "self._endpoints -= len(old[2][1])": _SAME_LENGTH,
+    "endpointslice_operator/reconciler/slices.py:copy_for_update:Str->XX:"
+    'k: json_copy(existing[k]) for k in existing if k not in ("metadata", "endpoints", "ports")': (
+        "the existing metadata copied too: the copy is replaced by the one made below, so the "
+        "update is the same (only the place of the key in the dict differs, which a JSON "
+        "object does not have)"
+    ),
+    "endpointslice_operator/reconciler/slices.py:copy_for_update:Str->XX:"
+    'k: json_copy(existing[k]) for k in existing if k not in ("metadata", "endpoints", "ports")'
+    " #3": (
+        "the existing ports copied too: the copy is replaced by the one made below from the "
+        "same ports, so the update is the same (only the place of the key differs)"
+    ),
+    "endpointslice_operator/reconciler/slices.py:copy_for_update:Str->XX:"
+    'if k not in ("managedFields", "labels") #2': (
+        "the existing labels copied too: the copy is replaced by the labels given just below, "
+        "so the update is the same (only the place of the key differs)"
+    ),
     # reconciler/cached_slice.py
     "endpointslice_operator/reconciler/cached_slice.py:_columns:Break->Continue:break": (
         "walking on through the record's pod IPs can only pick another string equal to the "
         "address, held by the same record: the same value, shared either way"
+    ),
+    "endpointslice_operator/reconciler/cached_slice.py:_columns:Str->XX:"
+    'ref_kind = ref_ns = ""  # the targetRefs\' one kind and namespace, from the first endpoint': (
+        "kept only by a slice without endpoints, whose empty columns never read the kind or "
+        "the namespace (no state to build, no pod to look up)"
     ),
     "endpointslice_operator/reconciler/cached_slice.py:_column_states:True->False:"
     "columns = zip(self._nodes, self._zones, self._flags, self._names, self._uids, strict=True)": (

@@ -58,7 +58,7 @@ def _columns(endpoints: list[Any], pods: PodLookup | None) -> _Columns | None:
     bits: list[int] = []
     names: list[str] = []
     uids: list[str] = []
-    ref_kind = ref_ns = None
+    ref_kind = ref_ns = ""  # the targetRefs' one kind and namespace, from the first endpoint
     for endpoint in endpoints:
         if type(endpoint) is not dict:
             return None
@@ -95,7 +95,7 @@ def _columns(endpoints: list[Any], pods: PodLookup | None) -> _Columns | None:
             or type(uid) is not str
         ):
             return None
-        if ref_kind is None:
+        if not addresses:
             ref_kind, ref_ns = intern(kind), intern(ns)
         elif kind != ref_kind or ns != ref_ns:
             return None
@@ -115,7 +115,7 @@ def _columns(endpoints: list[Any], pods: PodLookup | None) -> _Columns | None:
         names.append(name)
         uids.append(uid)
     return (
-        (ref_kind or "Pod", ref_ns or ""),
+        (ref_kind, ref_ns),
         tuple(addresses),
         tuple(nodes),
         tuple(zones),
