@@ -172,7 +172,12 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_topology.py",
         "tests/reconciler/test_reconciler.py",
     ),
-    "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler/test_mirroring.py",),
+    "endpointslice_operator/reconciler/mirroring.py": (
+        "tests/reconciler/test_mirroring_reports.py",
+        "tests/reconciler/test_mirroring_inputs.py",
+        "tests/reconciler/test_mirroring_resync_writes_nothing.py",
+        "tests/reconciler/test_mirroring.py",
+    ),
     "endpointslice_operator/reconciler/endpoints.py": (
         "tests/reconciler/test_endpoints_without_ref.py",
         "tests/reconciler/test_endpoint_form.py",
@@ -366,6 +371,11 @@ EQUIVALENT: dict[str, str] = {
     '"topology_hints": False,': (
         "the Reconciler is built without a TopologyCache, so its topology is None whatever "
         "topology_hints says"
+    ),
+    "endpointslice_operator/reconciler/mirroring.py:plan_mirroring:Key->XX:"
+    '"topology_hints": False,': (
+        "the Reconciler is built without a TopologyCache, so its topology is None whatever "
+        "topology_hints says (a misspelt key leaves the config's own value)"
     ),
     "endpointslice_operator/reconciler/mirroring.py:plan_mirroring:0->1:"
     "plan.events[:0] = mirrored.events": (
