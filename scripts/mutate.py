@@ -69,7 +69,12 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_core_endpoints_edges.py",
         "tests/reconciler/test_core_endpoints.py",
     ),
-    "endpointslice_operator/reconciler/sources.py": ("tests/reconciler/test_sources.py",),
+    "endpointslice_operator/reconciler/sources.py": (
+        "tests/reconciler/test_sources_network_status_entries.py",
+        "tests/reconciler/test_sources_without_namespace.py",
+        "tests/reconciler/test_sources_claim_status.py",
+        "tests/reconciler/test_sources.py",
+    ),
     "endpointslice_operator/reconciler/records.py": (
         "tests/reconciler/test_records_edges.py",
         "tests/reconciler/test_records.py",
