@@ -80,6 +80,8 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_records.py",
     ),
     "endpointslice_operator/view/model.py": (
+        "tests/view/test_model_names.py",
+        "tests/view/test_model_reading.py",
         "tests/view/test_model.py",
         "tests/view/test_merge.py",
     ),
@@ -444,6 +446,11 @@ EQUIVALENT: dict[str, str] = {
     "endpointslice_operator/view/model.py:address_sort_key:10->11:return (10, 0, address)": (
         "a sort key only (bisect, sorted, ==): 10 and 11 both sort after IPv4 (4) and IPv6 (6) "
         "and every non-IP key changes alike, so the order and equalities are the same"
+    ),
+    "endpointslice_operator/view/model.py:address_sort_key:Str->XX:"
+    'return (ip.version, int(ip), "")': (
+        "a sort key only (bisect, sorted, ==): every IP key changes alike and IP keys differ "
+        "from the others in the first element, so the order and equalities are the same"
     ),
     "endpointslice_operator/view/model.py:address_sort_key:0->1:return (10, 0, address)": (
         "a sort key only (bisect, sorted, ==): every non-IP key changes alike and IP keys "
