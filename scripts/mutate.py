@@ -69,13 +69,20 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_core_endpoints_edges.py",
         "tests/reconciler/test_core_endpoints.py",
     ),
-    "endpointslice_operator/reconciler/sources.py": ("tests/reconciler/test_sources.py",),
+    "endpointslice_operator/reconciler/sources.py": (
+        "tests/reconciler/test_sources_network_status_entries.py",
+        "tests/reconciler/test_sources_without_namespace.py",
+        "tests/reconciler/test_sources_claim_status.py",
+        "tests/reconciler/test_sources.py",
+    ),
     "endpointslice_operator/reconciler/records.py": (
         "tests/reconciler/test_records_edges.py",
         "tests/reconciler/test_pod_record_shapes.py",
         "tests/reconciler/test_records.py",
     ),
     "endpointslice_operator/view/model.py": (
+        "tests/view/test_model_names.py",
+        "tests/view/test_model_reading.py",
         "tests/view/test_model.py",
         "tests/view/test_merge.py",
     ),
@@ -177,7 +184,12 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/reconciler/test_topology.py",
         "tests/reconciler/test_reconciler.py",
     ),
-    "endpointslice_operator/reconciler/mirroring.py": ("tests/reconciler/test_mirroring.py",),
+    "endpointslice_operator/reconciler/mirroring.py": (
+        "tests/reconciler/test_mirroring_reports.py",
+        "tests/reconciler/test_mirroring_inputs.py",
+        "tests/reconciler/test_mirroring_resync_writes_nothing.py",
+        "tests/reconciler/test_mirroring.py",
+    ),
     "endpointslice_operator/reconciler/endpoints.py": (
         "tests/reconciler/test_endpoints_without_ref.py",
         "tests/reconciler/test_endpoint_form.py",
@@ -207,7 +219,14 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/controller/mcs/test_cache.py",
         "tests/controller/mcs/test_kopf_relist.py",
     ),
-    "endpointslice_operator/controller/watch/relist.py": ("tests/controller/watch/test_relist.py",),
+    "endpointslice_operator/controller/watch/relist.py": (
+        "tests/controller/watch/test_relist_scopes_of_each_relisting.py",
+        "tests/controller/watch/test_relist_releases_its_checks.py",
+        "tests/controller/watch/test_relist_api_timeout.py",
+        "tests/controller/watch/test_relist_count_request.py",
+        "tests/controller/watch/test_relist_answers_without_uid.py",
+        "tests/controller/watch/test_relist.py",
+    ),
     "endpointslice_operator/controller/mcs/kopf_handlers.py": (
         "tests/controller/mcs/test_kopf_relist.py",
     ),
@@ -399,6 +418,11 @@ EQUIVALENT: dict[str, str] = {
         "the Reconciler is built without a TopologyCache, so its topology is None whatever "
         "topology_hints says"
     ),
+    "endpointslice_operator/reconciler/mirroring.py:plan_mirroring:Key->XX:"
+    '"topology_hints": False,': (
+        "the Reconciler is built without a TopologyCache, so its topology is None whatever "
+        "topology_hints says (a misspelt key leaves the config's own value)"
+    ),
     "endpointslice_operator/reconciler/mirroring.py:plan_mirroring:0->1:"
     "plan.events[:0] = mirrored.events": (
         "the planner records events only through a TopologyCache, which this Reconciler has "
@@ -454,6 +478,11 @@ EQUIVALENT: dict[str, str] = {
     "endpointslice_operator/view/model.py:address_sort_key:10->11:return (10, 0, address)": (
         "a sort key only (bisect, sorted, ==): 10 and 11 both sort after IPv4 (4) and IPv6 (6) "
         "and every non-IP key changes alike, so the order and equalities are the same"
+    ),
+    "endpointslice_operator/view/model.py:address_sort_key:Str->XX:"
+    'return (ip.version, int(ip), "")': (
+        "a sort key only (bisect, sorted, ==): every IP key changes alike and IP keys differ "
+        "from the others in the first element, so the order and equalities are the same"
     ),
     "endpointslice_operator/view/model.py:address_sort_key:0->1:return (10, 0, address)": (
         "a sort key only (bisect, sorted, ==): every non-IP key changes alike and IP keys "
@@ -666,6 +695,17 @@ EQUIVALENT: dict[str, str] = {
         "a constant in every imported cluster's entry of both standings compared (the peers' "
         "entries come first, as many each time): equal standings stay equal, different ones "
         "different"
+    ),
+    # controller/watch/relist.py (issue 35's operators)
+    "endpointslice_operator/controller/watch/relist.py:__init__:Stmt->Pass:self._last = 0.0": (
+        "_last is read only by _finish, whose task _start creates; _start's two callers (note "
+        "and begin) set _last right after it, before that task first runs"
+    ),
+    "endpointslice_operator/controller/watch/relist.py:_gone:Return->None:return False": (
+        "its one caller (_finish) tests only its truth: None and False are both false"
+    ),
+    "endpointslice_operator/controller/watch/relist.py:missing_any:Return->None:return False": (
+        "its one caller (keep_counting) tests only its truth: None and False are both false"
     ),
     # controller/work/queue.py (issue 35's operators)
     "endpointslice_operator/controller/work/queue.py:refund:Stmt->Pass:self._refill(now)": (
