@@ -294,6 +294,7 @@ while time.monotonic() - start < seconds and not os.path.exists(stop):
     except Exception as exc:
         failed += 1
         errors[repr(exc)[:120]] = errors.get(repr(exc)[:120], 0) + 1
+        sys.stderr.write(f"failed at {time.time():.3f}\n")
     n += 1
     pause = start + n / rate - time.monotonic()
     if pause > 0:
@@ -317,12 +318,21 @@ class Client:
             env=node.env,
         )
         self.seconds = seconds
+        self.err = ""
 
     def result(self) -> tuple[int, int, str]:
-        out, err = self.process.communicate(timeout=self.seconds * 3 + 60)
-        assert self.process.returncode == 0, err
+        out, self.err = self.process.communicate(timeout=self.seconds * 3 + 60)
+        assert self.process.returncode == 0, self.err
         ok, failed, errors = out.split(" ", 2)
         return int(ok), int(failed), errors.strip()
+
+    def failures(self) -> list[float]:
+        """The wall-clock times of the failed requests (after :meth:`result`)."""
+        return [
+            float(line.split()[-1])
+            for line in self.err.splitlines()
+            if line.startswith("failed at ")
+        ]
 
     def stop(self) -> None:
         if self.process.poll() is None:
