@@ -147,3 +147,12 @@ class Twins:
             return True
 
         await eventually(same, timeout=timeout)
+
+
+async def endpoints_of(kube: Kube, ns: str, name: str) -> JSON | None:
+    """The Endpoints object ``ns/name``, or None while there is none."""
+    status, body = await kube.status_of("GET", f"/api/v1/namespaces/{ns}/endpoints/{name}")
+    if status == 404:
+        return None
+    assert status == 200, (status, body)
+    return dict(body)

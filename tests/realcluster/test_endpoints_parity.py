@@ -23,7 +23,7 @@ from tests.realcluster import objects as o
 from tests.realcluster.conftest import Cluster
 from tests.realcluster.kube import JSON, OURS, Kube, eventually
 from tests.realcluster.operator_process import OperatorProcess, running
-from tests.realcluster.parity import Twins
+from tests.realcluster.parity import Twins, endpoints_of
 
 pytestmark = pytest.mark.realcluster
 
@@ -97,14 +97,6 @@ def endpoints_view(obj: JSON | None) -> dict[str, Any]:
         "annotations": annotations,
         "subsets": subsets,
     }
-
-
-async def endpoints_of(kube: Kube, ns: str, name: str) -> JSON | None:
-    status, body = await kube.status_of("GET", f"/api/v1/namespaces/{ns}/endpoints/{name}")
-    if status == 404:
-        return None
-    assert status == 200, (status, body)
-    return dict(body)
 
 
 async def agree(

@@ -46,6 +46,7 @@ from tests.realcluster import objects as o
 from tests.realcluster.conftest import Cluster
 from tests.realcluster.kube import JSON, OURS, ApiFailure, Kube, eventually
 from tests.realcluster.operator_process import OperatorProcess, running
+from tests.realcluster.parity import endpoints_of
 from tests.realcluster.test_parity_random import (
     FORCE,
     IGNORED_ANNOTATIONS,
@@ -241,14 +242,6 @@ def endpoints_view(obj: JSON | None, side: dict[str, str]) -> dict[str, Any]:
         "annotations": annotations,
         "subsets": subsets,
     }
-
-
-async def endpoints_of(kube: Kube, ns: str, name: str) -> JSON | None:
-    status, body = await kube.status_of("GET", f"/api/v1/namespaces/{ns}/endpoints/{name}")
-    if status == 404:
-        return None
-    assert status == 200, (status, body)
-    return dict(body)
 
 
 async def endpoints_agree(
