@@ -26,6 +26,7 @@ from tests.realcluster import objects as o
 from tests.realcluster.conftest import assets_dir
 from tests.realcluster.kube import JSON, OURS, Kube, eventually
 from tests.realcluster.operator_process import OperatorProcess
+from tests.realcluster.parity import endpoints_of
 
 pytestmark = pytest.mark.realcluster
 
@@ -76,14 +77,6 @@ async def kube(plane: ControlPlane) -> AsyncIterator[Kube]:
 def kcm_flags(plane: ControlPlane) -> str:
     pid = plane.pids["kube-controller-manager"]
     return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-
-
-async def endpoints_of(kube: Kube, ns: str, name: str) -> JSON | None:
-    status, body = await kube.status_of("GET", f"/api/v1/namespaces/{ns}/endpoints/{name}")
-    if status == 404:
-        return None
-    assert status == 200, (status, body)
-    return dict(body)
 
 
 def subsets_view(endpoints: JSON) -> list[tuple[Any, ...]]:
